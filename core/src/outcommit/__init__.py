@@ -1,0 +1,61 @@
+"""outcommit: safe, fast output commits for Python data pipelines on any fsspec store."""
+
+from __future__ import annotations
+
+from . import capabilities
+from .capabilities import Capabilities
+from .committer import Committer, CommitterSpec
+from .config import Config
+from .context import JobContext, TaskAttemptContext
+from .errors import (
+    CommitError,
+    ConfigError,
+    ContainmentError,
+    CorruptFileError,
+    DestinationExistsError,
+    JobCommitError,
+    OutcommitError,
+    PluginError,
+    TaskCommitError,
+    UnknownCommitterError,
+    UnknownSchemeError,
+    UnsafeCommitterError,
+)
+from .factory import create_committer, describe_capabilities, open_store
+from .hookspecs import hookimpl
+from .store import FileInfo, Store, StoreSpec
+from .success import SUCCESS_FILE, SuccessData, load_success
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Capabilities",
+    "CommitError",
+    "Committer",
+    "CommitterSpec",
+    "Config",
+    "ConfigError",
+    "ContainmentError",
+    "CorruptFileError",
+    "DestinationExistsError",
+    "FileInfo",
+    "JobCommitError",
+    "JobContext",
+    "OutcommitError",
+    "PluginError",
+    "SUCCESS_FILE",
+    "Store",
+    "StoreSpec",
+    "SuccessData",
+    "TaskAttemptContext",
+    "TaskCommitError",
+    "UnknownCommitterError",
+    "UnknownSchemeError",
+    "UnsafeCommitterError",
+    "capabilities",
+    "create_committer",
+    "describe_capabilities",
+    "hookimpl",
+    "load_success",
+    "open_store",
+]

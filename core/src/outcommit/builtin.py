@@ -1,0 +1,44 @@
+"""The built-in plugin: ``file`` and ``memory`` stores, ``v1`` and ``v2`` committers.
+
+Registered through the same hooks as any installed plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .committer import CommitterSpec
+from .committers.fileoutput import FileOutputCommitterV1, FileOutputCommitterV2
+from .config import CORE_KEYS, Config
+from .hookspecs import RegisterCommitter, RegisterStore, hookimpl
+from .store import StoreSpec
+from .stores.local import LOCAL_CAPABILITIES, LocalStore
+from .stores.memory import MEMORY_CAPABILITIES, MemoryStore
+
+
+def _local(url: str, config: Config) -> LocalStore:
+    return LocalStore(url, config)
+
+
+def _memory(url: str, config: Config) -> MemoryStore:
+    return MemoryStore(url, config)
+
+
+@hookimpl
+def register_stores(register: RegisterStore) -> None:
+    register(StoreSpec(("file", "local"), _local, "v1", LOCAL_CAPABILITIES,
+                       "local filesystem: atomic file and directory rename"))
+    register(StoreSpec(("memory",), _memory, "v1", MEMORY_CAPABILITIES,
+                       "fsspec in-memory filesystem (one process)"))
+
+
+@hookimpl
+def register_committers(register: RegisterCommitter) -> None:
+    register(CommitterSpec.for_class(FileOutputCommitterV1))
+    register(CommitterSpec.for_class(FileOutputCommitterV2))
+
+
+@hookimpl
+def register_config_keys(register: Callable[[str, str], None]) -> None:
+    for key, description in CORE_KEYS.items():
+        register(key, description)

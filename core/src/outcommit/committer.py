@@ -1,0 +1,244 @@
+"""The committer protocol and the base class every committer builds on."""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import fsspec
+
+from . import capabilities as caps
+from .capabilities import Capabilities
+from .config import Config
+from .context import JobContext, TaskAttemptContext
+from .errors import ContainmentError, DestinationExistsError, JobCommitError
+from .store import FileInfo, Store
+from .success import SUCCESS_FILE, SuccessData
+
+log = logging.getLogger(__name__)
+
+TEMPORARY_DIR = "_temporary"
+CONFLICT_MODES = ("fail", "append", "replace")
+
+
+class JobLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Puts the job id in every record of a commit."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return f"[job {self.extra['job_id']}] {msg}", kwargs  # type: ignore[index]
+
+
+def is_hidden(name: str) -> bool:
+    """Hadoop's rule: names starting with '_' or '.' are not data."""
+    return name.startswith(("_", "."))
+
+
+def relative_to(path: str, root: str) -> str:
+    """``path`` relative to ``root``; raises ContainmentError if it is not inside."""
+    root = root.rstrip("/")
+    norm = posixpath.normpath(path)
+    if norm != path.rstrip("/") or not norm.startswith(root + "/"):
+        raise ContainmentError(f"{path} is not inside {root}")
+    return norm[len(root) + 1:]
+
+
+def is_inside(path: str, root: str) -> bool:
+    try:
+        relative_to(path, root)
+    except ContainmentError:
+        return False
+    return True
+
+
+class Committer:
+    """Base of every committer: one instance is bound to one destination.
+
+    Subclasses implement the protocol calls; the base class holds the destination,
+    the store, configuration and the shared helpers (conflict modes, _SUCCESS, logging).
+    """
+
+    name: ClassVar[str] = ""
+    #: Store capabilities this committer needs to be safe.
+    requires: ClassVar[tuple[str, ...]] = ()
+    #: What the committer itself guarantees (task-commit.repeatable, ...).
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    #: Conflict mode when none is configured.
+    default_conflict_mode: ClassVar[str] = "append"
+
+    def __init__(self, destination: str, store: Store, config: Config | None = None) -> None:
+        self.destination = destination
+        self.store = store
+        self.config = config or store.config
+        self.dest = store.strip(destination)
+        #: Why this committer was chosen (set by the factory).
+        self.selection = "constructed directly"
+        self.threads = self.config.get_int("outcommit.committer.threads", 8, minimum=1)
+        self.conflict_mode = self.config.get_choice(
+            "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
+
+    # -- capabilities ------------------------------------------------------------
+    def has_capability(self, name: str) -> bool:
+        return self.capabilities.has_capability(name)
+
+    # -- protocol ----------------------------------------------------------------
+    def setup_job(self, job: JobContext) -> None:
+        raise NotImplementedError
+
+    def setup_task(self, task: TaskAttemptContext) -> None:
+        raise NotImplementedError
+
+    def work_path(self, task: TaskAttemptContext) -> str:
+        """Where the task writes, as a path of ``filesystem(task)``."""
+        raise NotImplementedError
+
+    def filesystem(self, task: TaskAttemptContext) -> fsspec.AbstractFileSystem:
+        """The fsspec filesystem the task writes through."""
+        return self.store.fs
+
+    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
+        raise NotImplementedError
+
+    def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def abort_task(self, task: TaskAttemptContext) -> None:
+        raise NotImplementedError
+
+    def commit_job(self, job: JobContext,
+                   messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
+        raise NotImplementedError
+
+    def abort_job(self, job: JobContext) -> None:
+        raise NotImplementedError
+
+    def cleanup_job(self, job: JobContext) -> None:
+        raise NotImplementedError
+
+    def recover_task(self, task: TaskAttemptContext) -> bool:
+        """Recover a task committed by the previous job attempt. False: nothing to recover."""
+        return False
+
+    # -- shared helpers ------------------------------------------------------------
+    def logger(self, job: JobContext | TaskAttemptContext) -> JobLogger:
+        return JobLogger(logging.getLogger(f"outcommit.committer.{self.name}"),
+                         {"job_id": job.job_id})
+
+    def work_url(self, task: TaskAttemptContext) -> str:
+        return self.store.url(self.work_path(task))
+
+    def dest_path(self, relative: str) -> str:
+        """The destination path of a relative output path, refusing anything outside."""
+        full = posixpath.normpath(posixpath.join(self.dest, relative))
+        relative_to(full, self.dest)  # raises ContainmentError for '..' and absolute paths
+        return full
+
+    def visible_children(self) -> list[FileInfo]:
+        """Entries of the destination that are data, or the _SUCCESS of an earlier job."""
+        return [c for c in self.store.list_dir(self.dest)
+                if not is_hidden(c.name) or c.name == SUCCESS_FILE]
+
+    def check_destination_free(self, paths: Iterable[str] | None = None) -> None:
+        """Conflict mode ``fail``: refuse when the destination (or ``paths``) hold data."""
+        if self.conflict_mode != "fail":
+            return
+        if paths is None:
+            existing = [c for c in self.visible_children() if c.name != SUCCESS_FILE]
+            if existing:
+                raise DestinationExistsError(
+                    f"destination {self.destination} already has data ({existing[0].name}, ...) "
+                    "and the conflict mode is 'fail': use conflict mode 'append' or 'replace', "
+                    "or another destination")
+            return
+        for path in paths:
+            if self.store.exists(path):
+                raise DestinationExistsError(
+                    f"{self.store.url(path)} exists and the conflict mode is 'fail'")
+
+    def replace_destination(self, job: JobContext) -> int:
+        """Conflict mode ``replace``: delete the destination's data (not other jobs' temp dirs)."""
+        removed = 0
+        for child in self.visible_children():
+            self.store.delete(child.path, recursive=child.is_dir)
+            removed += 1
+        if removed:
+            self.logger(job).info("replace: deleted %d entries of %s", removed, self.destination)
+        return removed
+
+    def success_enabled(self) -> bool:
+        return self.config.get_bool("outcommit.success.enabled", True)
+
+    def write_success(self, job: JobContext, files: Sequence[str],
+                      metrics: Mapping[str, int] | None = None,
+                      diagnostics: Mapping[str, str] | None = None) -> SuccessData:
+        summary = SuccessData.build(
+            committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
+            files=files, metrics=metrics, diagnostics={"destination": self.destination,
+                                                       "selection": self.selection,
+                                                       **(diagnostics or {})},
+            description=f"Job commit of {job.job_id} attempt {job.attempt} by {self.name}")
+        if self.success_enabled():
+            self.store.save_json(self.store.join(self.dest, SUCCESS_FILE), summary.to_dict())
+        self.save_summary_report(job, summary)
+        return summary
+
+    def save_summary_report(self, job: JobContext, summary: SuccessData) -> None:
+        """Save the report to ``outcommit.summary-report-dir`` if set (also on failure)."""
+        report_dir = self.config.get_str("outcommit.summary-report-dir")
+        if not report_dir:
+            return
+        try:
+            from .factory import open_store
+
+            store = open_store(report_dir, self.config)
+            path = store.join(store.strip(report_dir), f"summary-{job.job_id}-{job.attempt}.json")
+            store.save_json(path, summary.to_dict())
+        except Exception:  # the report must never hide the commit's own outcome
+            self.logger(job).warning("could not save summary report to %s", report_dir,
+                                     exc_info=True)
+
+    def failed_commit(self, job: JobContext, exc: BaseException, started: float,
+                      files: Sequence[str] = (),
+                      metrics: Mapping[str, int] | None = None) -> JobCommitError:
+        """Build the success=false report for a failed job commit and the error to raise."""
+        summary = SuccessData.build(
+            committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
+            files=files, metrics={**(metrics or {}),
+                                  "commit.duration.ms": int((time.monotonic() - started) * 1000)},
+            diagnostics={"destination": self.destination, "selection": self.selection,
+                         "exception": f"{type(exc).__name__}: {exc}"},
+            success=False, description=f"Failed job commit of {job.job_id} by {self.name}")
+        self.save_summary_report(job, summary)
+        self.logger(job).error("job commit failed: %s", exc)
+        return JobCommitError(f"job commit of {job.job_id} to {self.destination} failed: {exc}",
+                              summary)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} -> {self.destination}>"
+
+
+@dataclass(frozen=True)
+class CommitterSpec:
+    """How a plugin registers a committer."""
+
+    name: str
+    factory: Callable[[str, Store, Config], Committer]
+    requires: tuple[str, ...]
+    capabilities: Capabilities
+    description: str = ""
+    plugin: str = ""
+    config_keys: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_class(cls, committer: type[Committer], description: str = "",
+                  config_keys: Mapping[str, str] | None = None) -> CommitterSpec:
+        return cls(name=committer.name, factory=committer, requires=committer.requires,
+                   capabilities=committer.capabilities,
+                   description=description or (committer.__doc__ or "").strip().splitlines()[0],
+                   config_keys=dict(config_keys or {}))
+
+
+__all__ = ["Committer", "CommitterSpec", "TEMPORARY_DIR", "caps", "is_hidden", "relative_to"]

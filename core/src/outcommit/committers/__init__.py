@@ -1,0 +1,1 @@
+"""Committers shipped with core."""

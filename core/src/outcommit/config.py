@@ -1,0 +1,182 @@
+"""Flat string configuration under ``outcommit.``, with Hadoop's names where they fit.
+
+Keys arrive from Python callers, Spark (``spark.`` / ``spark.hadoop.`` prefixes) and
+Hadoop-style settings. They are normalised once: prefixes stripped, Hadoop aliases mapped
+to their ``outcommit.`` name (an explicit ``outcommit.`` key wins over its alias).
+Unknown ``outcommit.`` keys are reported, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "outcommit."
+
+# Hadoop (and Spark) names accepted for the same concept.
+ALIASES: dict[str, str] = {
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "outcommit.success.enabled",
+    "mapreduce.fileoutputcommitter.algorithm.version": "outcommit.fileoutputcommitter.algorithm.version",
+    "fs.s3a.committer.name": "outcommit.s3a.committer.name",
+    "fs.s3a.committer.threads": "outcommit.committer.threads",
+    "fs.s3a.committer.staging.conflict-mode": "outcommit.committer.conflict-mode",
+    "fs.s3a.committer.staging.unique-filenames": "outcommit.committer.unique-filenames",
+    "fs.s3a.committer.abort.pending.uploads": "outcommit.s3.abort-pending-uploads",
+    "mapreduce.manifest.committer.summary.report.directory": "outcommit.manifest.summary-report-dir",
+    "mapreduce.manifest.committer.validate.output": "outcommit.manifest.validate-output",
+    "mapreduce.manifest.committer.delete.target.files": "outcommit.manifest.delete-target-files",
+    "mapreduce.manifest.committer.io.threads": "outcommit.committer.threads",
+}
+
+# Keys core itself reads. Plugins add theirs through ``register_config_keys``.
+CORE_KEYS: dict[str, str] = {
+    "outcommit.committer": "committer name used for every scheme without its own key",
+    "outcommit.committer.allow-unsafe": "allow a committer the store cannot make safe (default false)",
+    "outcommit.committer.threads": "threads for parallel job commit work (default 8)",
+    "outcommit.committer.conflict-mode": "fail | append | replace for committers that support it",
+    "outcommit.committer.unique-filenames": "put the job id in file names (default true)",
+    "outcommit.success.enabled": "write the _SUCCESS report at job commit (default true)",
+    "outcommit.summary-report-dir": "directory to save every job's summary report, also on failure",
+    "outcommit.fileoutputcommitter.algorithm.version": "1 or 2: which rename committer 'file' means",
+    "outcommit.s3a.committer.name": "Hadoop's fs.s3a.committer.name: file, directory, partitioned, magic",
+    "outcommit.config.strict": "raise on unknown outcommit. keys instead of warning (default false)",
+}
+# ``outcommit.committer.<scheme>`` is known for every registered scheme.
+SCHEME_KEY = re.compile(r"^outcommit\.committer\.(?P<scheme>[a-z][a-z0-9+.-]*)$")
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def normalise_key(key: str) -> str:
+    for prefix in ("spark.hadoop.", "spark."):
+        if key.startswith(prefix) and not key.startswith("spark.sql."):
+            key = key[len(prefix):]
+            break
+    return key
+
+
+class Config(Mapping[str, str]):
+    """An immutable mapping of normalised keys to string values."""
+
+    def __init__(self, values: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+        items = values.items() if isinstance(values, Mapping) else values
+        raw: dict[str, str] = {}
+        for key, value in items:
+            if value is None:
+                continue
+            raw[str(key)] = _to_str(value)
+        explicit: dict[str, str] = {}
+        aliased: dict[str, str] = {}
+        for key, value in raw.items():
+            norm = normalise_key(key)
+            if norm in ALIASES:
+                aliased[ALIASES[norm]] = value
+            else:
+                explicit[norm] = value
+        self._raw = raw
+        self._values = {**aliased, **explicit}
+
+    # Mapping protocol
+    def __getitem__(self, key: str) -> str:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Config({redact(self._values)!r})"
+
+    def raw(self, key: str) -> str | None:
+        """A key exactly as given (e.g. ``spark.sql.sources.writeJobUUID``)."""
+        return self._raw.get(key, self._values.get(key))
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self._raw)
+
+    def merged(self, other: Mapping[str, Any] | None) -> Config:
+        """A new config where ``other`` wins."""
+        if not other:
+            return self
+        other_raw = other._raw if isinstance(other, Config) else other
+        return Config({**self._raw, **{k: v for k, v in other_raw.items() if v is not None}})
+
+    def get_str(self, key: str, default: str | None = None) -> str | None:
+        return self._values.get(key, default)
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        value = self._values.get(key)
+        if value is None:
+            return default
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ConfigError(f"{key}={value!r} is not a boolean: use true or false")
+
+    def get_int(self, key: str, default: int, minimum: int | None = None) -> int:
+        value = self._values.get(key)
+        if value is None:
+            return default
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ConfigError(f"{key}={value!r} is not an integer") from None
+        if minimum is not None and number < minimum:
+            raise ConfigError(f"{key}={number} must be >= {minimum}")
+        return number
+
+    def get_choice(self, key: str, choices: Iterable[str], default: str) -> str:
+        value = self._values.get(key)
+        if value is None:
+            return default
+        options = list(choices)
+        lowered = value.strip().lower()
+        if lowered not in options:
+            raise ConfigError(f"{key}={value!r} is not one of {', '.join(options)}")
+        return lowered
+
+    def with_prefix(self, prefix: str) -> dict[str, str]:
+        """Values whose key starts with ``prefix``, with the prefix removed."""
+        return {k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)}
+
+    def unknown_keys(self, known: Iterable[str], known_prefixes: Iterable[str] = (),
+                     schemes: Iterable[str] = ()) -> list[str]:
+        """``outcommit.`` keys that nothing registered."""
+        known_set = set(known)
+        prefixes = tuple(known_prefixes)
+        scheme_set = set(schemes)
+        unknown = []
+        for key in self._values:
+            if not key.startswith(PREFIX) or key in known_set or key.startswith(prefixes):
+                continue
+            match = SCHEME_KEY.match(key)
+            if match and match.group("scheme") in scheme_set:
+                continue
+            unknown.append(key)
+        return sorted(unknown)
+
+
+def _to_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+_SECRET = re.compile(r"(secret|password|token|credential|access[._-]?key|sas|connection[._-]?string|"
+                     r"account[._-]?key|session)", re.IGNORECASE)
+
+
+def redact(values: Mapping[str, str]) -> dict[str, str]:
+    """A copy safe to log: values of keys that look like secrets are replaced."""
+    return {k: ("<redacted>" if _SECRET.search(k) else v) for k, v in values.items()}

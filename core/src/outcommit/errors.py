@@ -1,0 +1,76 @@
+"""Exceptions raised by outcommit. Every message says what to do about it."""
+
+from __future__ import annotations
+
+
+class OutcommitError(Exception):
+    """Base class of every error raised on purpose by outcommit."""
+
+
+class ConfigError(OutcommitError, ValueError):
+    """A configuration value is missing, malformed or unknown."""
+
+
+class PluginError(OutcommitError):
+    """A plugin could not be loaded or registered something invalid."""
+
+
+class UnknownSchemeError(OutcommitError, KeyError):
+    """No installed plugin provides a store for a URL scheme."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownCommitterError(OutcommitError, KeyError):
+    """No installed plugin provides a committer of that name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnsafeCommitterError(OutcommitError):
+    """The committer needs a store capability that the store does not have."""
+
+    def __init__(self, message: str, *, committer: str, scheme: str, missing: list[str],
+                 safe: list[str]) -> None:
+        super().__init__(message)
+        self.committer = committer
+        self.scheme = scheme
+        self.missing = missing
+        self.safe = safe
+
+
+class CorruptFileError(OutcommitError, ValueError):
+    """A persisted commit file (_SUCCESS, manifest, pending file) is invalid or tampered with."""
+
+    def __init__(self, path: str, field: str | None, problem: str) -> None:
+        where = f" field '{field}'" if field else ""
+        super().__init__(f"{path}:{where} {problem}")
+        self.path = path
+        self.field = field
+        self.problem = problem
+
+
+class CommitError(OutcommitError):
+    """A commit operation failed; the message says which step and why."""
+
+
+class TaskCommitError(CommitError):
+    """Task commit failed or is not allowed (e.g. the job is already committed)."""
+
+
+class JobCommitError(CommitError):
+    """Job commit failed. ``summary`` holds the success=false report with diagnostics."""
+
+    def __init__(self, message: str, summary: object | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+class DestinationExistsError(CommitError, FileExistsError):
+    """The destination (or a file in it) exists and the conflict mode is ``fail``."""
+
+
+class ContainmentError(CommitError):
+    """A path lies outside the job's destination or its temporary areas."""

@@ -1,0 +1,172 @@
+"""Choosing a committer for a destination, and refusing unsafe pairings."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from .capabilities import STORE_CAPABILITIES
+from .committer import Committer
+from .config import Config, redact
+from .errors import ConfigError, UnsafeCommitterError
+from .plugins import get_registry
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+ALLOW_UNSAFE_KEY = "outcommit.committer.allow-unsafe"
+
+_CAPABILITY_MEANING = {
+    "fs.rename.file.atomic": "atomic file rename",
+    "fs.rename.directory.atomic": "atomic O(1) directory rename",
+    "fs.listing.consistent": "consistent listing",
+    "fs.multipart.delayed-completion": "delayed multipart completion",
+    "fs.etags.available": "etags",
+    "fs.etags.preserved-in-rename": "etags preserved in rename",
+    "fs.create.exclusive": "exclusive create",
+}
+
+# Hadoop's fs.s3a.committer.name values, by the committer they mean here.
+_S3A_NAMES = {"directory": "directory", "partitioned": "partitioned", "magic": "magic"}
+
+
+def normalise_url(destination: str) -> str:
+    """A URL with a scheme: plain paths become absolute ``file://`` URLs."""
+    if "://" in destination:
+        return destination
+    return "file://" + os.path.abspath(destination)
+
+
+def scheme_of(url: str) -> str:
+    return normalise_url(url).split("://", 1)[0].lower()
+
+
+def open_store(destination: str, config: Mapping[str, Any] | Config | None = None) -> Store:
+    """The store for a destination URL, from whichever plugin registered its scheme."""
+    url = normalise_url(destination)
+    cfg = config if isinstance(config, Config) else Config(config or {})
+    spec = get_registry().store_spec(scheme_of(url))
+    return spec.factory(url, cfg)
+
+
+def select_committer(scheme: str, config: Config, explicit: str | None,
+                     default: str) -> tuple[str, str]:
+    """(committer name, why it was chosen), in the documented order."""
+    if explicit:
+        return explicit, f"committer={explicit!r} given by the caller"
+    per_scheme = config.get_str(f"outcommit.committer.{scheme}")
+    if per_scheme:
+        return per_scheme, f"outcommit.committer.{scheme}={per_scheme}"
+    algorithm = config.get_str("outcommit.fileoutputcommitter.algorithm.version")
+    if scheme in ("s3", "s3a"):
+        s3a = config.get_str("outcommit.s3a.committer.name")
+        if s3a:
+            s3a = s3a.strip().lower()
+            if s3a in _S3A_NAMES:
+                return _S3A_NAMES[s3a], f"fs.s3a.committer.name={s3a}"
+            if s3a == "file":
+                name = _algorithm(algorithm)
+                return name, f"fs.s3a.committer.name=file (FileOutputCommitter algorithm {name[1]})"
+            raise ConfigError(f"fs.s3a.committer.name={s3a!r}: use file, directory, partitioned "
+                              "or magic")
+    if algorithm and default in ("v1", "v2"):
+        name = _algorithm(algorithm)
+        return name, f"mapreduce.fileoutputcommitter.algorithm.version={algorithm}"
+    general = config.get_str("outcommit.committer")
+    if general:
+        return general, f"outcommit.committer={general}"
+    return default, f"default committer for {scheme}://"
+
+
+def _algorithm(value: str | None) -> str:
+    if value is None or value.strip() == "1":
+        return "v1"
+    if value.strip() == "2":
+        return "v2"
+    raise ConfigError(f"mapreduce.fileoutputcommitter.algorithm.version={value!r}: use 1 or 2")
+
+
+def check_config(config: Config) -> list[str]:
+    """Report ``outcommit.`` keys no installed component reads (raise when strict)."""
+    registry = get_registry()
+    known = dict(registry.config_keys())
+    for spec in registry.committers().values():
+        known.update(spec.config_keys)
+    prefixes = [k for k in known if k.endswith(".")]
+    unknown = config.unknown_keys(known, prefixes, registry.stores())
+    if unknown:
+        message = (f"unknown configuration keys: {', '.join(unknown)} (no installed outcommit "
+                   "component reads them; check the spelling or install the plugin)")
+        if config.get_bool("outcommit.config.strict", False):
+            raise ConfigError(message)
+        warnings.warn(message, stacklevel=3)
+        log.warning("%s", message)
+    return unknown
+
+
+def create_committer(destination: str, config: Mapping[str, Any] | Config | None = None,
+                     committer: str | None = None, *, allow_unsafe: bool | None = None,
+                     store: Store | None = None) -> Committer:
+    """The committer for ``destination``.
+
+    Chosen by: the ``committer`` argument; ``outcommit.committer.<scheme>``; Hadoop's
+    names (``fs.s3a.committer.name``, ``mapreduce.fileoutputcommitter.algorithm.version``);
+    ``outcommit.committer``; the store's default. A committer that needs a capability
+    the store lacks is refused (UnsafeCommitterError) unless ``allow_unsafe`` or
+    ``outcommit.committer.allow-unsafe=true``.
+    """
+    url = normalise_url(destination)
+    cfg = config if isinstance(config, Config) else Config(config or {})
+    registry = get_registry()
+    scheme = scheme_of(url)
+    store_spec = registry.store_spec(scheme)
+    check_config(cfg)
+    name, why = select_committer(scheme, cfg, committer, store_spec.default_committer)
+    spec = registry.committer_spec(name)
+    the_store = store or store_spec.factory(url, cfg)
+    missing = the_store.capabilities.missing(spec.requires)
+    if missing:
+        unsafe_ok = allow_unsafe if allow_unsafe is not None else cfg.get_bool(ALLOW_UNSAFE_KEY, False)
+        safe = sorted(n for n, s in registry.committers().items()
+                      if not the_store.capabilities.missing(s.requires))
+        needs = ", ".join(f"{m} ({_CAPABILITY_MEANING.get(m, m)})" for m in missing)
+        if not unsafe_ok:
+            raise UnsafeCommitterError(
+                f"committer '{name}' is not safe on {scheme}:// ({why}): the store lacks {needs}. "
+                f"Safe committers for {scheme}://: {', '.join(safe) or 'none installed'}. "
+                f"To use it anyway, set {ALLOW_UNSAFE_KEY}=true (or allow_unsafe=True)",
+                committer=name, scheme=scheme, missing=missing, safe=safe)
+        warnings.warn(f"using unsafe committer '{name}' on {scheme}://: the store lacks {needs}",
+                      stacklevel=2)
+        why += f"; UNSAFE: store lacks {', '.join(missing)} (allowed by override)"
+    instance = spec.factory(url, the_store, cfg)
+    instance.selection = why
+    log.info("committer %s for %s (%s); config %s", name, url, why, redact(dict(cfg)))
+    return instance
+
+
+def describe_capabilities(destination: str, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Store capabilities, default committer and safe committers for a URL (the CLI's view)."""
+    url = normalise_url(destination)
+    cfg = Config(config or {})
+    registry = get_registry()
+    spec = registry.store_spec(scheme_of(url))
+    store = spec.factory(url, cfg)
+    safe = sorted(n for n, s in registry.committers().items()
+                  if not store.capabilities.missing(s.requires))
+    return {
+        "url": url,
+        "store": type(store).__name__,
+        "plugin": spec.plugin,
+        "capabilities": store.capabilities.as_dict(
+            sorted(set(STORE_CAPABILITIES) | set(store.capabilities.names))),
+        "default_committer": spec.default_committer,
+        "safe_committers": safe,
+        "committers": {n: {"requires": list(s.requires),
+                           "missing": store.capabilities.missing(s.requires),
+                           "capabilities": sorted(s.capabilities.names)}
+                       for n, s in sorted(registry.committers().items())},
+    }

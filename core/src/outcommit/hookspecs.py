@@ -1,0 +1,51 @@
+"""The hooks a plugin implements. Each receives a ``register`` callable.
+
+A plugin is a module (or object) with functions decorated by ``outcommit.hookimpl``,
+published through the entry-point group ``outcommit``::
+
+    [project.entry-points.outcommit]
+    mystore = "outcommit_mystore.plugin"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .committer import CommitterSpec
+    from .store import StoreSpec
+
+PROJECT = "outcommit"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+RegisterStore = Callable[..., None]
+RegisterCommitter = Callable[..., None]
+
+
+@hookspec
+def register_stores(register: RegisterStore) -> None:
+    """Register stores: call ``register(StoreSpec(...), replace=False)`` once per store.
+
+    A scheme already registered by another plugin is refused unless ``replace=True``.
+    Import cloud SDKs inside the spec's factory, not at module import.
+    """
+
+
+@hookspec
+def register_committers(register: RegisterCommitter) -> None:
+    """Register committers: call ``register(CommitterSpec(...), replace=False)`` once each.
+
+    A committer name already registered is refused unless ``replace=True``.
+    """
+
+
+@hookspec
+def register_config_keys(register: Callable[[str, str], None]) -> None:
+    """Register configuration keys a plugin reads: ``register(key, description)``.
+
+    A key ending in ``.`` registers a prefix (every key below it is known).
+    """

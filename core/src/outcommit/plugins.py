@@ -1,0 +1,232 @@
+"""Plugin discovery and the store / committer registries.
+
+Plugins are loaded lazily, on the first lookup, from the entry-point group
+``outcommit``; the built-in stores and committers register through the same hooks.
+Set ``OUTCOMMIT_DISABLE_PLUGIN_AUTOLOAD=1`` to load only the built-ins (tests).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import PluginError, UnknownCommitterError, UnknownSchemeError
+
+if TYPE_CHECKING:
+    from .committer import CommitterSpec
+    from .store import StoreSpec
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "outcommit"
+DISABLE_AUTOLOAD_ENV = "OUTCOMMIT_DISABLE_PLUGIN_AUTOLOAD"
+
+# Which distribution to install for a scheme nobody registered.
+KNOWN_DISTRIBUTIONS: dict[str, str] = {
+    "s3": "outcommit-s3", "s3a": "outcommit-s3",
+    "gs": "outcommit-gcs", "gcs": "outcommit-gcs",
+    "abfs": "outcommit-azure", "abfss": "outcommit-azure", "az": "outcommit-azure",
+    "hdfs": "outcommit-hdfs", "viewfs": "outcommit-hdfs",
+}
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    schemes: list[str] = field(default_factory=list)
+    committers: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class Registry:
+    """A typed wrapper around the plugin manager: the rest of the code never calls ``pm.hook``."""
+
+    def __init__(self, autoload: bool | None = None) -> None:
+        self._lock = threading.RLock()
+        self._autoload = autoload
+        self._loaded = False
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._stores: dict[str, StoreSpec] = {}
+        self._committers: dict[str, CommitterSpec] = {}
+        self._config_keys: dict[str, str] = {}
+        self._info: dict[str, PluginInfo] = {}
+        self._extra: list[tuple[object, str]] = []
+
+    # -- loading -----------------------------------------------------------------
+    def _autoload_enabled(self) -> bool:
+        if self._autoload is not None:
+            return self._autoload
+        return os.environ.get(DISABLE_AUTOLOAD_ENV, "").strip().lower() not in ("1", "true", "yes")
+
+    def load(self) -> None:
+        """Load the built-ins and (unless disabled) every installed plugin. Idempotent."""
+        with self._lock:
+            if self._loaded:
+                return
+            from . import builtin
+
+            self._register_module(builtin, "outcommit", "outcommit")
+            if self._autoload_enabled():
+                self._load_entry_points()
+            for plugin, name in self._extra:
+                self._register_module(plugin, name, None)
+            self._collect()
+            self._loaded = True
+
+    def _load_entry_points(self) -> None:
+        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.name if dist is not None else None
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a broken plugin must not break every other store
+                message = f'Error importing plugin "{ep.name}": {type(exc).__name__}: {exc}'
+                log.warning("%s (skipped)", message)
+                self._info[ep.name] = PluginInfo(ep.name, dist_name, _version(dist_name),
+                                                 error=message)
+                continue
+            self._register_module(plugin, ep.name, dist_name)
+
+    def _register_module(self, plugin: object, name: str, dist_name: str | None) -> None:
+        if self._pm.is_registered(plugin) or self._pm.has_plugin(name):
+            return
+        try:
+            self._pm.register(plugin, name=name)
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            raise PluginError(f'Error registering plugin "{name}": {exc}') from exc
+        self._info[name] = PluginInfo(name, dist_name, _version(dist_name))
+
+    def add_plugin(self, plugin: object, name: str) -> None:
+        """Register a plugin object by hand (tests, applications); reloads the registries."""
+        with self._lock:
+            self._extra.append((plugin, name))
+            if self._loaded:
+                self._register_module(plugin, name, None)
+                self._collect()
+
+    def _collect(self) -> None:
+        stores: dict[str, StoreSpec] = {}
+        committers: dict[str, CommitterSpec] = {}
+        keys: dict[str, str] = {}
+        for info in self._info.values():
+            info.schemes.clear()
+            info.committers.clear()
+        # Built-ins first so that plugins can replace them explicitly.
+        order = sorted(self._pm.get_plugins(), key=lambda p: self._pm.get_name(p) != "outcommit")
+        for plugin in order:
+            name = self._pm.get_name(plugin) or repr(plugin)
+            info = self._info.setdefault(name, PluginInfo(name))
+
+            def add_store(spec: StoreSpec, replace: bool = False, *, _n: str = name,
+                          _i: PluginInfo = info) -> None:
+                object.__setattr__(spec, "plugin", _n)
+                for scheme in spec.schemes:
+                    if scheme in stores and not replace:
+                        raise PluginError(
+                            f'plugin "{_n}" registers scheme "{scheme}", already registered by '
+                            f'"{stores[scheme].plugin}"; pass replace=True to replace it')
+                    stores[scheme] = spec
+                    _i.schemes.append(scheme)
+
+            def add_committer(spec: CommitterSpec, replace: bool = False, *, _n: str = name,
+                              _i: PluginInfo = info) -> None:
+                object.__setattr__(spec, "plugin", _n)
+                if spec.name in committers and not replace:
+                    raise PluginError(
+                        f'plugin "{_n}" registers committer "{spec.name}", already registered by '
+                        f'"{committers[spec.name].plugin}"; pass replace=True to replace it')
+                committers[spec.name] = spec
+                _i.committers.append(spec.name)
+
+            def add_key(key: str, description: str = "") -> None:
+                keys[key] = description
+
+            hooks = self._pm.subset_hook_caller  # call one plugin's hooks at a time, in order
+            others = [p for p in self._pm.get_plugins() if p is not plugin]
+            hooks("register_stores", others)(register=add_store)
+            hooks("register_committers", others)(register=add_committer)
+            hooks("register_config_keys", others)(register=add_key)
+        self._stores, self._committers, self._config_keys = stores, committers, keys
+
+    # -- lookups -----------------------------------------------------------------
+    def store_spec(self, scheme: str) -> StoreSpec:
+        self.load()
+        try:
+            return self._stores[scheme]
+        except KeyError:
+            dist = KNOWN_DISTRIBUTIONS.get(scheme)
+            hint = (f"install the plugin for it: pip install {dist}" if dist else
+                    "install a plugin that registers it (entry-point group 'outcommit')")
+            raise UnknownSchemeError(
+                f"no store registered for scheme '{scheme}': {hint}. "
+                f"Registered schemes: {', '.join(sorted(self._stores)) or 'none'}") from None
+
+    def committer_spec(self, name: str) -> CommitterSpec:
+        self.load()
+        try:
+            return self._committers[name]
+        except KeyError:
+            raise UnknownCommitterError(
+                f"no committer named '{name}'. Registered committers: "
+                f"{', '.join(sorted(self._committers)) or 'none'}") from None
+
+    def stores(self) -> dict[str, StoreSpec]:
+        self.load()
+        return dict(self._stores)
+
+    def committers(self) -> dict[str, CommitterSpec]:
+        self.load()
+        return dict(self._committers)
+
+    def config_keys(self) -> dict[str, str]:
+        self.load()
+        return dict(self._config_keys)
+
+    def plugins(self) -> list[PluginInfo]:
+        self.load()
+        return sorted(self._info.values(), key=lambda i: (i.name != "outcommit", i.name))
+
+
+def _version(dist_name: str | None) -> str | None:
+    if not dist_name:
+        return None
+    try:
+        return metadata.version(dist_name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+_registry: Registry | None = None
+_registry_lock = threading.Lock()
+
+
+def get_registry() -> Registry:
+    """The process-wide registry (created on first use)."""
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            _registry = Registry()
+        return _registry
+
+
+def reset_registry(autoload: bool | None = None) -> Registry:
+    """Forget loaded plugins (tests); the next lookup loads them again."""
+    global _registry
+    with _registry_lock:
+        _registry = Registry(autoload=autoload)
+        return _registry
+
+
+def add_plugin(plugin: ModuleType | Any, name: str) -> None:
+    get_registry().add_plugin(plugin, name)

@@ -1,0 +1,232 @@
+"""The store interface: the only operations committers use, over an fsspec filesystem.
+
+Paths given to a store are *store paths*: the URL with its scheme removed, as fsspec
+strips it (``bucket/key`` for object stores, ``/abs/path`` locally). ``url()`` puts the
+scheme back. A store declares its capabilities as data; ``has_capability`` answers
+``False`` for anything not declared.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, ClassVar
+
+import fsspec
+
+from . import capabilities as caps
+from .capabilities import Capabilities
+from .config import Config
+from .errors import CorruptFileError, OutcommitError
+from .multipart import MultipartUploads
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """What a listing or ``info`` says about one path."""
+
+    path: str
+    size: int = 0
+    is_dir: bool = False
+    etag: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path.rstrip("/"))
+
+
+class RenameError(OutcommitError, OSError):
+    """A rename did not happen (and the store knows it did not)."""
+
+
+class Store:
+    """A destination filesystem plus its declared capabilities.
+
+    Subclasses set ``capabilities`` and override operations where the store can do
+    better than generic fsspec calls (atomic rename, exclusive create, etags...).
+    """
+
+    #: Capabilities of every store of this class; an instance may refine them.
+    capabilities: Capabilities = Capabilities()
+    #: Committer used when the caller names none.
+    default_committer: ClassVar[str] = "v1"
+
+    def __init__(self, url: str, config: Config | None = None,
+                 fs: fsspec.AbstractFileSystem | None = None) -> None:
+        self.config = config or Config()
+        self.scheme = url.split("://", 1)[0] if "://" in url else "file"
+        self._fs = fs
+        self._url = url
+
+    # -- identity ----------------------------------------------------------------
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The fsspec filesystem, created on first use (no connection before)."""
+        if self._fs is None:
+            self._fs = self._make_filesystem()
+        return self._fs
+
+    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+        return fsspec.filesystem(self.scheme)
+
+    def has_capability(self, name: str) -> bool:
+        return self.capabilities.has_capability(name)
+
+    def strip(self, url: str) -> str:
+        """Store path of a URL of this store."""
+        return str(self.fs._strip_protocol(url)).rstrip("/") or "/"
+
+    def url(self, path: str) -> str:
+        """URL of a store path."""
+        return f"{self.scheme}://{path.lstrip('/')}" if self.scheme not in ("file", "memory") \
+            else f"{self.scheme}://{path}"
+
+    @staticmethod
+    def join(base: str, *parts: str) -> str:
+        return posixpath.join(base, *parts) if base else posixpath.join(*parts)
+
+    # -- reading -----------------------------------------------------------------
+    def _to_info(self, entry: Mapping[str, Any]) -> FileInfo:
+        is_dir = entry.get("type") == "directory"
+        etag = entry.get("ETag") or entry.get("etag") or entry.get("md5Hash")
+        if isinstance(etag, str):
+            etag = etag.strip('"')
+        return FileInfo(path=str(entry["name"]).rstrip("/"), size=int(entry.get("size") or 0),
+                        is_dir=is_dir, etag=etag if not is_dir else None, extra=dict(entry))
+
+    def info(self, path: str) -> FileInfo | None:
+        """Status of ``path``, or None when nothing is there."""
+        try:
+            return self._to_info(self.fs.info(path))
+        except FileNotFoundError:
+            return None
+
+    def exists(self, path: str) -> bool:
+        return self.info(path) is not None
+
+    def is_dir(self, path: str) -> bool:
+        status = self.info(path)
+        return status is not None and status.is_dir
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Direct children of a directory; empty when it does not exist."""
+        try:
+            entries = self.fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return []
+        own = path.rstrip("/")
+        return sorted((self._to_info(e) for e in entries if str(e["name"]).rstrip("/") != own),
+                      key=lambda i: i.path)
+
+    def list_files(self, path: str) -> list[FileInfo]:
+        """Every file below ``path``, recursively, in one listing where the store allows."""
+        try:
+            found = self.fs.find(path, detail=True, withdirs=False)
+        except FileNotFoundError:
+            return []
+        return sorted((self._to_info(e) for e in found.values() if e.get("type") != "directory"),
+                      key=lambda i: i.path)
+
+    def open(self, path: str, mode: str = "rb", **kwargs: Any) -> IO[bytes]:
+        if "w" in mode:
+            self.mkdirs(posixpath.dirname(path))
+        return self.fs.open(path, mode, **kwargs)  # type: ignore[no-any-return]
+
+    def read_bytes(self, path: str) -> bytes:
+        return self.fs.cat_file(path)  # type: ignore[no-any-return]
+
+    # -- writing -----------------------------------------------------------------
+    def mkdirs(self, path: str) -> None:
+        if path:
+            self.fs.makedirs(path, exist_ok=True)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.mkdirs(posixpath.dirname(path))
+        self.fs.pipe_file(path, data)
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        """Write so that a reader sees the old content or the new, never a part."""
+        if self.has_capability(caps.RENAME_FILE_ATOMIC):
+            tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+            self.write_bytes(tmp, data)
+            try:
+                self.rename_file(tmp, path, overwrite=True)
+            except BaseException:
+                self.delete(tmp)
+                raise
+        else:
+            # Object stores: a single PUT is atomic.
+            self.write_bytes(path, data)
+
+    def create_exclusive(self, path: str, data: bytes) -> None:
+        """Create ``path`` with ``data`` only if nothing is there (FileExistsError otherwise)."""
+        raise NotImplementedError(f"store {self.scheme} has no exclusive create")
+
+    def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
+        """Rename one file. Returns only when it happened; raises otherwise."""
+        if not overwrite and self.exists(dst):
+            raise FileExistsError(f"rename destination exists: {dst}")
+        self.mkdirs(posixpath.dirname(dst))
+        self.fs.mv(src, dst)
+
+    def rename_dir(self, src: str, dst: str) -> None:
+        """Rename a directory to a path that does not exist."""
+        if self.exists(dst):
+            raise FileExistsError(f"rename destination exists: {dst}")
+        self.mkdirs(posixpath.dirname(dst))
+        self.fs.mv(src, dst, recursive=True)
+
+    def delete(self, path: str, recursive: bool = False) -> None:
+        """Delete a file or directory; a missing path is not an error."""
+        try:
+            self.fs.rm(path, recursive=recursive)
+        except FileNotFoundError:
+            pass
+
+    # -- JSON --------------------------------------------------------------------
+    def save_json(self, path: str, data: Any) -> None:
+        self.write_atomic(path, json.dumps(data, indent=2, sort_keys=False).encode("utf-8"))
+
+    def load_json(self, path: str, max_bytes: int = 256 * 1024 * 1024) -> Any:
+        """Parse a JSON file; a corrupt one raises CorruptFileError naming the file."""
+        try:
+            data = self.read_bytes(path)
+        except FileNotFoundError:
+            raise
+        if len(data) > max_bytes:
+            raise CorruptFileError(self.url(path), None, f"larger than {max_bytes} bytes")
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptFileError(self.url(path), None, f"not valid JSON: {exc}") from None
+
+    def multipart(self) -> MultipartUploads | None:
+        """Multipart operations when the store has delayed multipart completion, else None."""
+        return None
+
+    def close(self) -> None:
+        """Release clients; the default has nothing to release."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._url}>"
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """How a plugin registers a store for one or more URL schemes."""
+
+    schemes: tuple[str, ...]
+    factory: Callable[[str, Config], Store]
+    default_committer: str
+    #: The capabilities every store of this spec declares (shown without connecting).
+    capabilities: Capabilities
+    description: str = ""
+    plugin: str = ""
+

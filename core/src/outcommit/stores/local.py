@@ -1,0 +1,85 @@
+"""The local filesystem: real atomic file and directory rename, O_EXCL create."""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import uuid
+
+import fsspec
+
+from .. import capabilities as caps
+from ..capabilities import Capabilities
+from ..store import RenameError, Store
+
+LOCAL_CAPABILITIES = Capabilities.of(
+    caps.RENAME_FILE_ATOMIC,
+    caps.RENAME_DIRECTORY_ATOMIC,
+    caps.LISTING_CONSISTENT,
+    caps.CREATE_EXCLUSIVE,
+)
+
+
+class LocalStore(Store):
+    """``file://`` URLs and plain paths."""
+
+    capabilities = LOCAL_CAPABILITIES
+    default_committer = "v1"
+
+    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+        return fsspec.filesystem("file", auto_mkdir=True)
+
+    def strip(self, url: str) -> str:
+        path = super().strip(url)
+        return os.path.abspath(path) if not path.startswith("/") else path
+
+    def url(self, path: str) -> str:
+        return f"file://{path}"
+
+    def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
+        os.makedirs(posixpath.dirname(dst), exist_ok=True)
+        if overwrite:
+            os.replace(src, dst)  # atomic, replaces a file
+            return
+        # link + unlink: atomic create-if-absent of dst, then the source goes away.
+        try:
+            os.link(src, dst)
+        except FileExistsError:
+            raise FileExistsError(f"rename destination exists: {dst}") from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP):
+                raise
+            if os.path.lexists(dst):
+                raise FileExistsError(f"rename destination exists: {dst}") from None
+            os.rename(src, dst)
+            return
+        os.unlink(src)
+
+    def rename_dir(self, src: str, dst: str) -> None:
+        if os.path.lexists(dst):
+            raise FileExistsError(f"rename destination exists: {dst}")
+        os.makedirs(posixpath.dirname(dst), exist_ok=True)
+        try:
+            os.rename(src, dst)
+        except OSError as exc:
+            raise RenameError(f"rename {src} -> {dst} failed: {exc}") from exc
+
+    def create_exclusive(self, path: str, data: bytes) -> None:
+        os.makedirs(posixpath.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # fails if path exists: the content appears whole or not at all
+        except FileExistsError:
+            raise FileExistsError(f"already exists: {path}") from None
+        finally:
+            os.unlink(tmp)
+
+    def delete(self, path: str, recursive: bool = False) -> None:
+        if not os.path.lexists(path):
+            return
+        super().delete(path, recursive=recursive)

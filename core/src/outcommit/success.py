@@ -1,0 +1,101 @@
+"""The ``_SUCCESS`` report: JSON with the field names of Hadoop's SuccessData.
+
+Hadoop's tooling reads it; a zero-byte ``_SUCCESS`` is never written by outcommit.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CorruptFileError
+
+SUCCESS_NAME = "org.apache.hadoop.fs.s3a.commit.files.SuccessData/1"
+SUCCESS_FILE = "_SUCCESS"
+MAX_FILENAMES = 100
+
+
+@dataclass
+class SuccessData:
+    committer: str
+    jobId: str
+    jobIdSource: str = ""
+    description: str = ""
+    success: bool = True
+    filenames: list[str] = field(default_factory=list)
+    metrics: dict[str, int] = field(default_factory=dict)
+    diagnostics: dict[str, str] = field(default_factory=dict)
+    hostname: str = field(default_factory=socket.gethostname)
+    timestamp: int = field(default_factory=lambda: int(time.time() * 1000))
+    date: str = ""
+    name: str = SUCCESS_NAME
+
+    def __post_init__(self) -> None:
+        if not self.date:
+            self.date = time.strftime("%a %b %d %H:%M:%S %Z %Y", time.localtime(self.timestamp / 1000))
+
+    @classmethod
+    def build(cls, *, committer: str, job_id: str, job_id_source: str, files: Sequence[str],
+              metrics: Mapping[str, int] | None = None,
+              diagnostics: Mapping[str, str] | None = None, success: bool = True,
+              description: str = "") -> SuccessData:
+        """A report listing at most 100 of ``files``; the total goes in the metrics."""
+        all_metrics = {"files.committed": len(files), **(metrics or {})}
+        return cls(committer=committer, jobId=job_id, jobIdSource=job_id_source,
+                   description=description, success=success,
+                   filenames=sorted(files)[:MAX_FILENAMES],
+                   metrics={k: int(v) for k, v in all_metrics.items()},
+                   diagnostics={k: str(v) for k, v in (diagnostics or {}).items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "timestamp": self.timestamp,
+            "date": self.date,
+            "hostname": self.hostname,
+            "committer": self.committer,
+            "description": self.description,
+            "jobId": self.jobId,
+            "jobIdSource": self.jobIdSource,
+            "metrics": dict(self.metrics),
+            "diagnostics": dict(self.diagnostics),
+            "filenames": list(self.filenames),
+            "success": self.success,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = SUCCESS_FILE) -> SuccessData:
+        """Validate and load; a corrupt report raises CorruptFileError naming the field."""
+        if not isinstance(data, dict):
+            raise CorruptFileError(path, None, "is not a JSON object (a zero-byte or legacy _SUCCESS?)")
+        if data.get("name") != SUCCESS_NAME:
+            raise CorruptFileError(path, "name", f"expected {SUCCESS_NAME!r}, found {data.get('name')!r}")
+        checks: list[tuple[str, type | tuple[type, ...]]] = [
+            ("committer", str), ("jobId", str), ("success", bool), ("timestamp", int),
+            ("filenames", list), ("metrics", dict), ("diagnostics", dict),
+        ]
+        for key, kind in checks:
+            if key not in data:
+                raise CorruptFileError(path, key, "is missing")
+            value = data[key]
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise CorruptFileError(path, key, f"has type {type(value).__name__}")
+        if not all(isinstance(f, str) for f in data["filenames"]):
+            raise CorruptFileError(path, "filenames", "must be a list of strings")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in data["metrics"].values()):
+            raise CorruptFileError(path, "metrics", "values must be integers")
+        return cls(committer=data["committer"], jobId=data["jobId"],
+                   jobIdSource=str(data.get("jobIdSource", "")),
+                   description=str(data.get("description", "")), success=data["success"],
+                   filenames=list(data["filenames"]), metrics=dict(data["metrics"]),
+                   diagnostics={k: str(v) for k, v in data["diagnostics"].items()},
+                   hostname=str(data.get("hostname", "")), timestamp=data["timestamp"],
+                   date=str(data.get("date", "")))
+
+
+def load_success(store: Any, path: str) -> SuccessData:
+    """Read and validate a ``_SUCCESS`` file from a store."""
+    return SuccessData.from_dict(store.load_json(path), store.url(path))

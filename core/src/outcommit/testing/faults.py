@@ -1,0 +1,165 @@
+"""A store wrapper that makes chosen operations fail, before or after they take effect.
+
+It wraps a *real* store: every operation really runs against it, and the wrapper counts
+calls by operation (useful for request counts in benchmarks) and raises where told.
+
+    store = FaultInjectingStore(open_store(url), [Fault("rename_file", when="after")])
+    committer = create_committer(url, committer="v1", store=store)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..multipart import MultipartUploads, PendingUpload
+from ..store import Store
+
+# Store operations that can fail; multipart ones are named "multipart.<method>".
+STORE_OPERATIONS = (
+    "info", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
+    "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete",
+    "save_json", "load_json",
+)
+MULTIPART_OPERATIONS = ("initiate", "upload_part", "complete", "abort", "list_pending")
+
+
+class InjectedFault(OSError):
+    """The error a Fault raises unless told otherwise."""
+
+
+@dataclass
+class Fault:
+    """Fail the matching call(s) of one operation.
+
+    ``when="before"``: raise instead of doing the operation. ``when="after"``: do it, then
+    raise, as a network failure after the server acted would. ``skip`` lets that many
+    matching calls through first; ``times`` is how many calls fail (-1: every one).
+    """
+
+    operation: str
+    path_contains: str | None = None
+    when: Literal["before", "after"] = "before"
+    times: int = 1
+    skip: int = 0
+    error: Callable[[str], BaseException] | None = None
+    predicate: Callable[[str, tuple[Any, ...]], bool] | None = None
+    fired: int = field(default=0, init=False)
+    seen: int = field(default=0, init=False)
+
+    def matches(self, operation: str, args: tuple[Any, ...]) -> bool:
+        if operation != self.operation:
+            return False
+        if self.path_contains is not None:
+            if not any(isinstance(a, str) and self.path_contains in a for a in args):
+                return False
+        if self.predicate is not None and not self.predicate(operation, args):
+            return False
+        return True
+
+    def make_error(self, operation: str, args: tuple[Any, ...]) -> BaseException:
+        message = f"injected fault {self.when} {operation}{args!r}"
+        return self.error(message) if self.error else InjectedFault(message)
+
+
+class FaultInjectingStore(Store):
+    """Delegates to ``inner``; raises for calls that a :class:`Fault` matches."""
+
+    def __init__(self, inner: Store, faults: Sequence[Fault] = ()) -> None:
+        # No Store.__init__: identity and configuration are the inner store's.
+        self.inner = inner
+        self.faults = list(faults)
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    # identity
+    @property
+    def capabilities(self):  # type: ignore[override]
+        return self.inner.capabilities
+
+    @property
+    def fs(self) -> Any:
+        return self.inner.fs
+
+    def __getattr__(self, name: str) -> Any:  # config, scheme, _url, plugin extras
+        return getattr(self.inner, name)
+
+    def strip(self, url: str) -> str:
+        return self.inner.strip(url)
+
+    def url(self, path: str) -> str:
+        return self.inner.url(path)
+
+    def add(self, fault: Fault) -> Fault:
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def _pick(self, operation: str, args: tuple[Any, ...]) -> Fault | None:
+        with self._lock:
+            self.calls[operation] += 1
+            for fault in self.faults:
+                if fault.matches(operation, args) and fault.times != 0:
+                    fault.seen += 1
+                    if fault.seen <= fault.skip:
+                        continue
+                    if fault.times > 0 and fault.fired >= fault.times:
+                        continue
+                    fault.fired += 1
+                    return fault
+        return None
+
+    def call(self, operation: str, target: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        fault = self._pick(operation, args)
+        if fault is not None and fault.when == "before":
+            raise fault.make_error(operation, args)
+        result = target(*args, **kwargs)
+        if fault is not None:
+            raise fault.make_error(operation, args)
+        return result
+
+    def multipart(self) -> MultipartUploads | None:
+        inner = self.inner.multipart()
+        return None if inner is None else _FaultInjectingMultipart(self, inner)
+
+
+def _delegate(operation: str) -> Callable[..., Any]:
+    def method(self: FaultInjectingStore, *args: Any, **kwargs: Any) -> Any:
+        return self.call(operation, getattr(self.inner, operation), *args, **kwargs)
+
+    method.__name__ = operation
+    return method
+
+
+for _op in STORE_OPERATIONS:
+    setattr(FaultInjectingStore, _op, _delegate(_op))
+
+
+class _FaultInjectingMultipart(MultipartUploads):
+    def __init__(self, owner: FaultInjectingStore, inner: MultipartUploads) -> None:
+        self.owner = owner
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def initiate(self, path: str) -> str:
+        return self.owner.call("multipart.initiate", self.inner.initiate, path)  # type: ignore[no-any-return]
+
+    def upload_part(self, path: str, upload_id: str, part_number: int, data: bytes) -> str:
+        return self.owner.call("multipart.upload_part", self.inner.upload_part,  # type: ignore[no-any-return]
+                               path, upload_id, part_number, data)
+
+    def complete(self, path: str, upload_id: str, etags: Sequence[str],
+                 if_none_match: bool = False) -> str:
+        return self.owner.call("multipart.complete", self.inner.complete,  # type: ignore[no-any-return]
+                               path, upload_id, etags, if_none_match=if_none_match)
+
+    def abort(self, path: str, upload_id: str) -> bool:
+        return self.owner.call("multipart.abort", self.inner.abort, path, upload_id)  # type: ignore[no-any-return]
+
+    def list_pending(self, directory: str) -> list[PendingUpload]:
+        return self.owner.call("multipart.list_pending", self.inner.list_pending, directory)  # type: ignore[no-any-return]

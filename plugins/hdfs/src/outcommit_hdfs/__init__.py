@@ -1,0 +1,5 @@
+"""outcommit store for ``hdfs://`` and ``viewfs://``."""
+
+from .store import HDFS_CAPABILITIES, HdfsStore
+
+__all__ = ["HDFS_CAPABILITIES", "HdfsStore"]
