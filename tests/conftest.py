@@ -1,0 +1,1 @@
+"""Shared test configuration: plugins load from installed entry points as users get them."""
