@@ -79,6 +79,7 @@ class Committer:
         self.threads = self.config.get_int("outcommit.committer.threads", 8, minimum=1)
         self.conflict_mode = self.config.get_choice(
             "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
+        self._engine_metrics: dict[str, int] = {}
 
     # -- capabilities ------------------------------------------------------------
     def has_capability(self, name: str) -> bool:
@@ -123,6 +124,11 @@ class Committer:
         return False
 
     # -- shared helpers ------------------------------------------------------------
+    def add_metrics(self, metrics: Mapping[str, int]) -> None:
+        """Engine statistics (rows/bytes/files written...) to include in the _SUCCESS metrics."""
+        for key, value in metrics.items():
+            self._engine_metrics[key] = self._engine_metrics.get(key, 0) + int(value)
+
     def logger(self, job: JobContext | TaskAttemptContext) -> JobLogger:
         return JobLogger(logging.getLogger(f"outcommit.committer.{self.name}"),
                          {"job_id": job.job_id})
@@ -176,9 +182,9 @@ class Committer:
                       diagnostics: Mapping[str, str] | None = None) -> SuccessData:
         summary = SuccessData.build(
             committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
-            files=files, metrics=metrics, diagnostics={"destination": self.destination,
-                                                       "selection": self.selection,
-                                                       **(diagnostics or {})},
+            files=files, metrics={**self._engine_metrics, **(metrics or {})},
+            diagnostics={"destination": self.destination, "selection": self.selection,
+                         **(diagnostics or {})},
             description=f"Job commit of {job.job_id} attempt {job.attempt} by {self.name}")
         if self.success_enabled():
             self.store.save_json(self.store.join(self.dest, SUCCESS_FILE), summary.to_dict())

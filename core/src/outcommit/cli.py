@@ -1,0 +1,215 @@
+"""The ``outcommit`` command: plugins, capabilities, _SUCCESS reports, pending uploads, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from . import __version__
+from .errors import OutcommitError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``12h``, ``7d``."""
+    match = _DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use e.g. 90s, 30m, 12h, 7d")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def _config(pairs: Sequence[str] | None) -> dict[str, str]:
+    config: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise OutcommitError(f"--conf {pair!r}: use KEY=VALUE")
+        config[key.strip()] = value
+    return config
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from .plugins import get_registry
+
+    registry = get_registry()
+    plugins = registry.plugins()
+    if args.json:
+        print(json.dumps([vars(p) for p in plugins], indent=2))
+        return 0
+    stores = registry.stores()
+    committers = registry.committers()
+    print(f"{'plugin':<12} {'distribution':<18} {'version':<9} schemes / committers")
+    for p in plugins:
+        things = []
+        if p.schemes:
+            things.append("schemes: " + ", ".join(
+                f"{s} (default {stores[s].default_committer})" for s in p.schemes))
+        if p.committers:
+            things.append("committers: " + ", ".join(p.committers))
+        if p.error:
+            things.append(f"ERROR: {p.error}")
+        print(f"{p.name:<12} {p.distribution or '-':<18} {p.version or '-':<9} {'; '.join(things) or '-'}")
+    print()
+    for name, spec in sorted(committers.items()):
+        print(f"  {name:<12} {spec.description}")
+    return 0
+
+
+def cmd_capabilities(args: argparse.Namespace) -> int:
+    from .factory import describe_capabilities
+
+    info = describe_capabilities(args.url, _config(args.conf))
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{info['url']}  store {info['store']} (plugin {info['plugin']})")
+    for name, present in info["capabilities"].items():
+        print(f"  {'yes' if present else 'no ':<4} {name}")
+    print(f"default committer: {info['default_committer']}")
+    print(f"safe committers:   {', '.join(info['safe_committers']) or 'none'}")
+    for name, c in info["committers"].items():
+        if c["missing"]:
+            print(f"  {name}: unsafe here, store lacks {', '.join(c['missing'])}")
+    return 0
+
+
+def cmd_success(args: argparse.Namespace) -> int:
+    from .factory import open_store
+    from .success import SUCCESS_FILE, load_success
+
+    store = open_store(args.url, _config(args.conf))
+    path = store.strip(args.url)
+    if not path.endswith("/" + SUCCESS_FILE):
+        path = store.join(path, SUCCESS_FILE)
+    if not store.exists(path):
+        print(f"no {SUCCESS_FILE} at {store.url(path)}: the job was not committed "
+              "(or committed without a report)", file=sys.stderr)
+        return 1
+    report = load_success(store, path)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0 if report.success else 1
+    print(f"{store.url(path)}: valid _SUCCESS report")
+    print(f"  success:   {report.success}")
+    print(f"  committer: {report.committer}")
+    print(f"  job:       {report.jobId} ({report.jobIdSource or 'unknown source'})")
+    print(f"  when:      {report.date} on {report.hostname}")
+    print(f"  files:     {report.metrics.get('files.committed', len(report.filenames))}"
+          f" (listed: {len(report.filenames)})")
+    for name in report.filenames[: args.files]:
+        print(f"    {name}")
+    if report.metrics:
+        print("  metrics:")
+        for key, value in sorted(report.metrics.items()):
+            print(f"    {key} = {value}")
+    if report.diagnostics:
+        print("  diagnostics:")
+        for key, value in sorted(report.diagnostics.items()):
+            print(f"    {key} = {value}")
+    return 0 if report.success else 1
+
+
+def cmd_uploads(args: argparse.Namespace) -> int:
+    from .factory import open_store
+
+    store = open_store(args.url, _config(args.conf))
+    multipart = store.multipart()
+    if multipart is None:
+        print(f"{store.scheme}:// has no multipart uploads to list", file=sys.stderr)
+        return 2
+    directory = store.strip(args.url).rstrip("/") + "/"
+    uploads = multipart.list_pending(directory)
+    if args.action == "abort" and args.older_than is not None:
+        cutoff = datetime.now(timezone.utc) - args.older_than
+        uploads = [u for u in uploads if u.initiated is None or _aware(u.initiated) <= cutoff]
+    if args.action in ("list", "check"):
+        for u in uploads:
+            initiated = u.initiated.isoformat() if u.initiated else "-"
+            print(f"{store.url(u.path)}\t{u.upload_id}\t{initiated}")
+        if args.action == "check":
+            print(f"{len(uploads)} pending upload(s) under {store.url(directory)}", file=sys.stderr)
+            return 1 if uploads else 0
+        return 0
+    if not uploads:
+        print(f"no pending uploads under {store.url(directory)}")
+        return 0
+    if not args.force:
+        for u in uploads:
+            print(f"would abort {store.url(u.path)} {u.upload_id}")
+        print(f"{len(uploads)} upload(s) would be aborted: add --force to abort them")
+        return 1
+    aborted = sum(1 for u in uploads if multipart.abort(u.path, u.upload_id))
+    print(f"aborted {aborted} of {len(uploads)} pending upload(s) under {store.url(directory)}")
+    return 0
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from . import demo
+
+    return demo.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="outcommit", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"outcommit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("plugins", help="installed plugins, versions, schemes and committers")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("capabilities", help="what a store guarantees and which committers are safe")
+    p.add_argument("url")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="configuration (repeatable)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_capabilities)
+
+    p = sub.add_parser("success", help="show and validate a _SUCCESS report")
+    p.add_argument("url", help="destination directory or its _SUCCESS file")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--files", type=int, default=10, help="how many file names to show")
+    p.set_defaults(func=cmd_success)
+
+    p = sub.add_parser("uploads", help="pending multipart uploads under a directory")
+    p.add_argument("action", choices=["list", "abort", "check"],
+                   help="list them; abort them; check: exit 1 when any is pending")
+    p.add_argument("url")
+    p.add_argument("--older-than", type=parse_duration, default=None, metavar="DURATION",
+                   help="abort only uploads initiated longer ago than this (e.g. 24h)")
+    p.add_argument("--force", action="store_true", help="really abort (default: show what would be)")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_uploads)
+
+    from . import demo
+
+    p = sub.add_parser("demo", help="run the demo job and verify its output")
+    demo.add_arguments(p)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: Any = args.func(args)
+    except OutcommitError as exc:
+        print(f"outcommit {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return int(result or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
