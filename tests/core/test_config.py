@@ -1,0 +1,101 @@
+"""Configuration: prefixes, Hadoop aliases, selection order, unknown keys, job ids."""
+
+from __future__ import annotations
+
+import warnings
+
+import outcommit
+import pytest
+from outcommit import Config, ConfigError, JobContext
+from outcommit.config import redact
+
+
+def test_spark_prefixes_are_stripped_and_hadoop_aliases_mapped() -> None:
+    config = Config({
+        "spark.outcommit.committer.file": "v2",
+        "spark.hadoop.fs.s3a.committer.name": "magic",
+        "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+        "fs.s3a.committer.staging.conflict-mode": "replace",
+    })
+    assert config["outcommit.committer.file"] == "v2"
+    assert config["outcommit.s3a.committer.name"] == "magic"
+    assert config.get_bool("outcommit.success.enabled", True) is False
+    assert config["outcommit.committer.conflict-mode"] == "replace"
+
+
+def test_explicit_outcommit_key_wins_over_its_hadoop_alias() -> None:
+    config = Config({"outcommit.committer.threads": "4", "fs.s3a.committer.threads": "64"})
+    assert config.get_int("outcommit.committer.threads", 8) == 4
+
+
+def test_bad_values_give_clear_errors() -> None:
+    config = Config({"outcommit.committer.threads": "many", "outcommit.success.enabled": "perhaps",
+                     "outcommit.committer.conflict-mode": "merge"})
+    with pytest.raises(ConfigError, match="outcommit.committer.threads='many' is not an integer"):
+        config.get_int("outcommit.committer.threads", 8)
+    with pytest.raises(ConfigError, match="is not a boolean"):
+        config.get_bool("outcommit.success.enabled", True)
+    with pytest.raises(ConfigError, match="conflict-mode='merge' is not one of fail, append, replace"):
+        outcommit.create_committer("memory://cfg/out", {"outcommit.committer.conflict-mode": "merge"})
+
+
+def test_selection_order(tmp_path) -> None:
+    dest = str(tmp_path / "out")
+    assert outcommit.create_committer(dest).name == "v1"
+    assert outcommit.create_committer(
+        dest, {"mapreduce.fileoutputcommitter.algorithm.version": "2"}).name == "v2"
+    assert outcommit.create_committer(dest, {"outcommit.committer": "v2"}).name == "v2"
+    per_scheme = outcommit.create_committer(
+        dest, {"spark.outcommit.committer.file": "v2",
+               "mapreduce.fileoutputcommitter.algorithm.version": "1"})
+    assert per_scheme.name == "v2" and per_scheme.selection == "outcommit.committer.file=v2"
+    explicit = outcommit.create_committer(dest, {"outcommit.committer.file": "v2"}, committer="v1")
+    assert explicit.name == "v1" and "given by the caller" in explicit.selection
+    with pytest.raises(ConfigError, match="algorithm.version='3': use 1 or 2"):
+        outcommit.create_committer(dest, {"mapreduce.fileoutputcommitter.algorithm.version": "3"})
+
+
+def test_unknown_outcommit_keys_are_reported_not_ignored(tmp_path) -> None:
+    with pytest.warns(UserWarning, match=r"unknown configuration keys: outcommit.comitter.file"):
+        outcommit.create_committer(str(tmp_path), {"outcommit.comitter.file": "v2"})
+    with pytest.raises(ConfigError, match="outcommit.comitter.file"):
+        outcommit.create_committer(str(tmp_path), {"outcommit.comitter.file": "v2",
+                                                   "outcommit.config.strict": "true"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # known keys and foreign keys are not reported
+        outcommit.create_committer(str(tmp_path), {"outcommit.committer.threads": "2",
+                                                   "outcommit.committer.memory": "v1",
+                                                   "spark.executor.memory": "2g"})
+
+
+def test_job_ids_are_uuids_unless_given() -> None:
+    ids = {JobContext("memory://x").job_id for _ in range(1000)}
+    assert len(ids) == 1000
+    job = JobContext("memory://x")
+    assert job.job_id_source == "generated" and len(job.job_id) == 36
+    spark = JobContext("memory://x", config={"spark.sql.sources.writeJobUUID": "abc-123"})
+    assert (spark.job_id, spark.job_id_source) == ("abc-123", "spark.sql.sources.writeJobUUID")
+    given = JobContext("memory://x", job_id="job_42")
+    assert (given.job_id, given.job_id_source) == ("job_42", "caller")
+    task = given.task_attempt(3, 1)
+    assert task.task_id == "task_job_42_000003"
+    assert task.attempt_id == "attempt_job_42_0000_000003_1"
+    assert given.next_attempt().task_attempt(3, 1).attempt_id == "attempt_job_42_0001_000003_1"
+    assert JobContext.from_dict(given.to_dict()) == given
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "", " spaced", "x" * 200])
+def test_job_ids_that_could_escape_a_directory_are_refused(bad: str) -> None:
+    if bad == "":
+        assert JobContext("memory://x", job_id=bad).job_id_source == "generated"
+        return
+    with pytest.raises(ConfigError, match="invalid job id"):
+        JobContext("memory://x", job_id=bad)
+
+
+def test_secrets_are_redacted_for_logging() -> None:
+    shown = redact({"outcommit.s3.secret-key": "hunter2", "fs.s3a.access.key": "AKIA",
+                    "outcommit.azure.connection-string": "AccountKey=x", "outcommit.committer": "v1"})
+    assert "hunter2" not in str(shown) and "AKIA" not in str(shown) and "AccountKey" not in str(shown)
+    assert shown["outcommit.committer"] == "v1"
+    assert "hunter2" not in repr(Config({"spark.hadoop.fs.s3a.secret.key": "hunter2"}))

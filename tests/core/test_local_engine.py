@@ -1,0 +1,102 @@
+"""The local engine drives the whole lifecycle; failures are injected at chosen points."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+from outcommit import CommitError, load_success, open_store
+from outcommit.engine.local import FailurePoint, LocalDriver
+from outcommit.engine.writer import escape_partition_value
+from outcommit.testing.conformance import leftovers
+
+
+def tables(tasks: int = 4, rows: int = 30) -> list[pa.Table]:
+    return [pa.table({"id": pa.array(range(t * rows, (t + 1) * rows), pa.int64()),
+                      "day": [f"2026-11-0{1 + i % 3}" for i in range(rows)],
+                      "v": [float(i) for i in range(rows)]}) for t in range(tasks)]
+
+
+def read_back(dest: str) -> pa.Table:
+    path = open_store(dest).strip(dest)
+    return ds.dataset(path, format="parquet", partitioning="hive").to_table()
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_output_is_exactly_the_input_once_despite_a_failed_attempt(tmp_path, mode: str) -> None:
+    dest = f"file://{tmp_path}/out"
+    driver = LocalDriver(dest, mode=mode, partition_by=["day"], max_rows_per_file=7,
+                         failures=[FailurePoint(task=2, attempt=0, point="mid-write", after_files=2)])
+    result = driver.run(tables())
+    assert result.attempts == {0: 1, 1: 1, 2: 2, 3: 1}
+    assert len(result.failures) == 1 and "mid-write" in result.failures[0]
+    data = read_back(dest)
+    assert sorted(data["id"].to_pylist()) == list(range(120))
+    assert sorted({p.name for p in (tmp_path / "out").iterdir()}) == [
+        "_SUCCESS", "day=2026-11-01", "day=2026-11-02", "day=2026-11-03"]
+    assert "day" not in pa.parquet.read_schema(next((tmp_path / "out" / "day=2026-11-01").iterdir())).names
+    store = open_store(dest)
+    report = load_success(store, store.strip(dest) + "/_SUCCESS")
+    assert report.metrics["rows.written"] == 120 and report.metrics["files.written"] == result.files
+    assert leftovers(store, store.strip(dest)) == []
+
+
+def test_file_names_carry_job_id_and_attempt(tmp_path) -> None:
+    dest = f"file://{tmp_path}/out"
+    result = LocalDriver(dest, failures=[FailurePoint(task=0, point="before-commit")]).run(tables(1))
+    names = [p.name for p in (tmp_path / "out").iterdir() if p.suffix == ".parquet"]
+    job_id = result.summary.jobId
+    assert names == [f"part-00000-000-{job_id}-a1.parquet"]
+
+
+def test_lost_commit_message_is_retried_when_task_commit_is_repeatable(tmp_path) -> None:
+    dest = f"file://{tmp_path}/out"
+    result = LocalDriver(dest, committer="v1",
+                         failures=[FailurePoint(task=1, point="after-commit")]).run(tables(2))
+    assert result.attempts[1] == 2
+    assert sorted(read_back(dest)["id"].to_pylist()) == list(range(60))
+
+
+def test_lost_commit_message_fails_the_job_when_task_commit_is_not_repeatable(tmp_path) -> None:
+    dest = f"file://{tmp_path}/out"
+    driver = LocalDriver(dest, committer="v2", failures=[FailurePoint(task=1, point="after-commit")])
+    with pytest.raises(CommitError, match="v2 task commit is not repeatable: failing the job"):
+        driver.run(tables(2))
+    store = open_store(dest)
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+    assert leftovers(store, store.strip(dest)) == []
+
+
+def test_a_job_that_fails_after_some_tasks_committed_leaves_nothing(tmp_path) -> None:
+    dest = f"file://{tmp_path}/out"
+    driver = LocalDriver(dest, max_attempts=2,
+                         failures=[FailurePoint(task=3, attempt=0, point="before-commit", crash=True),
+                                   FailurePoint(task=3, attempt=1, point="mid-write", after_files=0)])
+    with pytest.raises(CommitError, match="task 3 failed 2 times"):
+        driver.run(tables())
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_unknown_committer_fails_before_any_task_runs(tmp_path) -> None:
+    from outcommit import UnknownCommitterError
+
+    with pytest.raises(UnknownCommitterError):
+        LocalDriver(f"file://{tmp_path}/out", committer="nope")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt, reader", [("csv", "csv"), ("json", "json")])
+def test_csv_and_json_formats(tmp_path, fmt: str, reader: str) -> None:
+    dest = f"file://{tmp_path}/out"
+    LocalDriver(dest, fmt=fmt).run(tables(2, rows=5))
+    files = sorted(p for p in (tmp_path / "out").iterdir() if p.suffix == f".{fmt}")
+    assert len(files) == 2
+    data = ds.dataset([str(f) for f in files], format=reader).to_table()
+    assert sorted(data["id"].to_pylist()) == list(range(10))
+
+
+def test_partition_values_cannot_escape_their_directory() -> None:
+    assert escape_partition_value("..") == "%2E%2E"
+    assert "/" not in escape_partition_value("a/../../etc")
+    assert escape_partition_value(None) == "__HIVE_DEFAULT_PARTITION__"
+    assert escape_partition_value("a=b") == "a%3Db"

@@ -1,0 +1,145 @@
+"""Plugin discovery through real installed distributions, registries and the factory's errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import outcommit
+import pytest
+from outcommit import capabilities as caps
+from outcommit.capabilities import Capabilities
+from outcommit.errors import PluginError, UnknownCommitterError, UnknownSchemeError, UnsafeCommitterError
+from outcommit.plugins import DISABLE_AUTOLOAD_ENV, Registry, reset_registry
+from outcommit.store import StoreSpec
+from outcommit.stores.memory import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTPLUGIN = ROOT / "tests" / "plugins" / "outcommit-testplugin"
+
+
+@pytest.fixture(scope="module")
+def installed_testplugin(tmp_path_factory) -> Path:
+    """pip-install the test plugin distribution into its own directory (not into the venv)."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--target", str(target), str(TESTPLUGIN)],
+                   check=True, capture_output=True, timeout=300)
+    assert list(target.glob("outcommit_testplugin-*.dist-info/entry_points.txt"))
+    return target
+
+
+def run_with(site: Path | None, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != DISABLE_AUTOLOAD_ENV}
+    if site is not None:
+        environ["PYTHONPATH"] = os.pathsep.join([str(site), environ.get("PYTHONPATH", "")])
+    environ.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environ, timeout=120)
+
+
+def test_installed_plugin_adds_its_scheme_without_touching_core(installed_testplugin: Path) -> None:
+    code = ("import json, outcommit\n"
+            "from outcommit.cli import main\n"
+            "c = outcommit.create_committer('tstore://bucket/out')\n"
+            "print(json.dumps({'committer': c.name, 'why': c.selection}))\n"
+            "main(['plugins', '--json'])\n")
+    result = run_with(installed_testplugin, code)
+    assert result.returncode == 0, result.stderr
+    first, rest = result.stdout.split("\n", 1)
+    assert json.loads(first) == {"committer": "v2", "why": "default committer for tstore://"}
+    plugins = {p["name"]: p for p in json.loads(rest)}
+    assert plugins["testplugin"]["schemes"] == ["tstore"]
+    assert plugins["testplugin"]["distribution"] == "outcommit-testplugin"
+    assert plugins["testplugin"]["version"] == "0.0.1"
+    # The broken entry point is reported with the plugin's name, and everything else still loads.
+    assert 'Error importing plugin "broken"' in plugins["broken"]["error"]
+    assert "outcommit_this_module_does_not_exist" in plugins["broken"]["error"]
+    assert plugins["outcommit"]["schemes"] == ["file", "local", "memory"]
+
+
+def test_cli_lists_builtins_hdfs_and_the_broken_plugin(installed_testplugin: Path) -> None:
+    result = run_with(installed_testplugin, "from outcommit.cli import main; main(['plugins'])")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "file (default v1)" in out and "memory (default v1)" in out
+    assert "outcommit-hdfs" in out and "hdfs (default v1)" in out
+    assert "tstore (default v2)" in out
+    assert 'ERROR: Error importing plugin "broken"' in out
+
+
+def test_autoload_can_be_disabled(installed_testplugin: Path) -> None:
+    code = ("import outcommit\n"
+            "try:\n    outcommit.create_committer('tstore://b/out')\n"
+            "except outcommit.UnknownSchemeError as e:\n    print('unknown:', e)\n")
+    result = run_with(installed_testplugin, code, **{DISABLE_AUTOLOAD_ENV: "1"})
+    assert result.returncode == 0, result.stderr
+    assert "unknown: no store registered for scheme 'tstore'" in result.stdout
+
+
+def test_unknown_scheme_names_the_distribution(fresh_registry: Registry) -> None:
+    for scheme, dist in [("gs", "outcommit-gcs"), ("s3a", "outcommit-s3"), ("abfss", "outcommit-azure"),
+                         ("hdfs", "outcommit-hdfs")]:
+        with pytest.raises(UnknownSchemeError, match=rf"scheme '{scheme}': .*pip install {dist}"):
+            outcommit.create_committer(f"{scheme}://bucket/table")
+    with pytest.raises(UnknownSchemeError, match=r"scheme 'nosuch'.*entry-point group 'outcommit'"):
+        outcommit.create_committer("nosuch://x/y")
+
+
+def test_unknown_committer_lists_registered_ones(tmp_path) -> None:
+    with pytest.raises(UnknownCommitterError, match=r"no committer named 'v3'.*v1, v2"):
+        outcommit.create_committer(str(tmp_path), committer="v3")
+
+
+class _NoDirRenameStore(MemoryStore):
+    capabilities = Capabilities.of(caps.RENAME_FILE_ATOMIC, caps.LISTING_CONSISTENT)
+
+
+class _Plugin:
+    def __init__(self, scheme: str, replace: bool = False) -> None:
+        self.scheme, self.replace = scheme, replace
+
+    @outcommit.hookimpl
+    def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
+        register(StoreSpec((self.scheme,), lambda url, config: _NoDirRenameStore(url, config), "v1",
+                           _NoDirRenameStore.capabilities), replace=self.replace)
+
+
+@pytest.fixture
+def fresh_registry():
+    registry = reset_registry(autoload=False)
+    yield registry
+    reset_registry()
+
+
+def test_duplicate_scheme_is_refused_unless_replace(fresh_registry: Registry) -> None:
+    fresh_registry.add_plugin(_Plugin("file"), "dup")
+    with pytest.raises(PluginError, match=r'"dup" registers scheme "file", already registered by '
+                                          r'"outcommit"; pass replace=True'):
+        fresh_registry.stores()
+    registry = reset_registry(autoload=False)
+    registry.add_plugin(_Plugin("file", replace=True), "dup")
+    assert registry.store_spec("file").plugin == "dup"
+
+
+def test_unsafe_pairing_is_refused_with_the_missing_capability(fresh_registry: Registry) -> None:
+    fresh_registry.add_plugin(_Plugin("nodirs"), "nodirs")
+    with pytest.raises(UnsafeCommitterError) as refused:
+        outcommit.create_committer("nodirs://b/out")  # its default, v1, needs directory rename
+    error = refused.value
+    assert error.missing == [caps.RENAME_DIRECTORY_ATOMIC]
+    assert "v2" in error.safe and "v1" not in error.safe
+    assert "fs.rename.directory.atomic (atomic O(1) directory rename)" in str(error)
+    assert "Safe committers for nodirs://: " in str(error) and "v2" in str(error)
+    assert "outcommit.committer.allow-unsafe=true" in str(error)
+    # The documented override allows it, loudly.
+    with pytest.warns(UserWarning, match="unsafe committer 'v1'"):
+        committer = outcommit.create_committer("nodirs://b/out",
+                                               {"outcommit.committer.allow-unsafe": "true"})
+    assert committer.name == "v1" and "UNSAFE" in committer.selection
+    with pytest.warns(UserWarning):
+        assert outcommit.create_committer("nodirs://b/out", allow_unsafe=True).name == "v1"
+    assert outcommit.create_committer("nodirs://b/out", committer="v2").name == "v2"
