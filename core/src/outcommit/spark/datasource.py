@@ -1,0 +1,188 @@
+"""The ``outcommit`` Python data source (PySpark >= 4.0).
+
+Where each piece runs: ``writer()`` in a Python process of the Spark driver (job setup);
+``write()`` in a Python worker per task attempt (write, task commit, message back);
+``commit()``/``abort()`` in a Python process of the driver again, with the messages of
+the attempts Spark accepted. Those are different processes, so every step recreates its
+committer from the pickled :class:`WritePlan`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from ..committer import Committer
+from ..context import JobContext
+from ..factory import create_committer
+from ..success import SuccessData
+from .options import WritePlan, build_plan
+
+log = logging.getLogger("outcommit.spark")
+
+# Attempts failed by the test hook keep their open files here: a killed executor never
+# closes them, and a garbage-collected fsspec file would close (and publish) itself.
+_ABANDONED: list[Any] = []
+
+
+class InjectedTaskFailure(RuntimeError):
+    """Raised by the ``_failTaskOnce`` hook: the attempt dies mid-write without cleanup."""
+
+
+@dataclass
+class OutcommitCommitMessage(WriterCommitMessage):  # type: ignore[misc]
+    """What one committed task attempt sends to the driver."""
+
+    task_index: int
+    attempt: int
+    task_message: dict[str, Any] | None
+    rows: int = 0
+    files: int = 0
+    bytes: int = 0
+    paths: list[str] = field(default_factory=list)
+
+
+def _driver_logging() -> None:
+    """Make the driver's INFO summary visible: Spark's Python processes configure no logging."""
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s INFO outcommit: %(message)s", "%H:%M:%S"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
+class OutcommitDataSource(DataSource):  # type: ignore[misc]
+    """``df.write.format("outcommit").mode("append"|"overwrite").save(url)``."""
+
+    #: Session config captured by ``register(spark)`` (the driver-side processes of a
+    #: Python data source have no SparkSession to ask).
+    spark_conf: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def name(cls) -> str:
+        return "outcommit"
+
+    def writer(self, schema: StructType, overwrite: bool) -> OutcommitWriter:
+        plan = build_plan(self.options, overwrite, self.spark_conf)
+        return OutcommitWriter(plan, schema)
+
+
+class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    """Created on the driver (job setup); pickled to every task attempt."""
+
+    def __init__(self, plan: WritePlan, schema: StructType) -> None:
+        missing = [c for c in plan.partition_by if c not in schema.fieldNames()]
+        if missing:
+            raise ValueError(f"partitionBy names columns the data does not have: {', '.join(missing)} "
+                             f"(columns: {', '.join(schema.fieldNames())})")
+        if plan.partition_by and len(plan.partition_by) == len(schema.fieldNames()):
+            raise ValueError("partitionBy names every column: no data would be left in the files")
+        # Created here first: an unknown or unsafe committer fails before any task runs.
+        committer = create_committer(plan.destination, plan.config, plan.committer)
+        job = plan.job_context()
+        self.plan = plan
+        self.committer_name = committer.name
+        self.selection = committer.selection
+        self.job = job.to_dict()
+        self.started = time.time()
+        committer.setup_job(job)
+        _driver_logging()
+        log.info("job %s: writing %s with committer %s (%s); conflict mode %s (%s)",
+                 job.job_id, plan.destination, committer.name, committer.selection,
+                 plan.conflict_mode, plan.conflict_reason)
+
+    def _committer(self) -> tuple[Committer, JobContext]:
+        committer = create_committer(self.plan.destination, self.plan.config, self.committer_name)
+        committer.selection = self.selection
+        return committer, JobContext.from_dict(self.job)
+
+    # -- task attempt (executor) ---------------------------------------------------
+    def write(self, iterator: Iterator[Any]) -> OutcommitCommitMessage:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        from ..engine.writer import write_table
+
+        context = TaskContext.get()
+        index, attempt = context.partitionId(), context.attemptNumber()
+        committer, job = self._committer()
+        task = job.task_attempt(index, attempt)
+        plan = self.plan
+        fail_now = plan.fail_task_once == index and attempt == 0
+
+        def fail_mid_write(seq: int, relative: str) -> None:
+            if fail_now and seq >= 1:
+                raise InjectedTaskFailure(f"injected failure: task {index} attempt {attempt} "
+                                          f"dies after writing {seq} file(s) (test hook _failTaskOnce)")
+
+        committer.setup_task(task)
+        try:
+            batches = list(iterator)
+            written = []
+            if batches and sum(b.num_rows for b in batches):
+                table = pa.Table.from_batches(batches)
+                written = write_table(
+                    committer.filesystem(task), committer.work_path(task), table,
+                    task_index=index, job_id=job.job_id, attempt=attempt, fmt=plan.fmt,
+                    partition_by=plan.partition_by, max_rows_per_file=plan.max_rows_per_file,
+                    options=plan.file_options, on_file=fail_mid_write)
+            if fail_now:
+                fail_mid_write(len(written) + 1, "")
+            message = committer.commit_task(task) if committer.needs_task_commit(task) else None
+        except InjectedTaskFailure:
+            raise  # a killed attempt cleans nothing up: job commit/abort must
+        except BaseException:
+            committer.abort_task(task)
+            raise
+        return OutcommitCommitMessage(
+            task_index=index, attempt=attempt, task_message=message,
+            rows=sum(w.rows for w in written), files=len(written),
+            bytes=sum(w.bytes for w in written), paths=[w.path for w in written])
+
+    # -- job (driver) ----------------------------------------------------------------
+    def commit(self, messages: list[OutcommitCommitMessage | None]) -> None:
+        _driver_logging()
+        committer, job = self._committer()
+        accepted = [m for m in messages if m is not None]
+        stats = {"rows.written": sum(m.rows for m in accepted),
+                 "files.written": sum(m.files for m in accepted),
+                 "bytes.written": sum(m.bytes for m in accepted),
+                 "spark.tasks": len(messages),
+                 "spark.task.retries": sum(1 for m in accepted if m.attempt > 0)}
+        add_metrics = getattr(committer, "add_metrics", None)
+        if add_metrics is not None:
+            add_metrics(stats)
+        task_messages = [m.task_message for m in sorted(accepted, key=lambda m: m.task_index)
+                         if m.task_message is not None]
+        try:
+            summary: SuccessData = committer.commit_job(job, task_messages)
+        except BaseException:
+            log.error("job %s: job commit to %s failed", job.job_id, self.plan.destination)
+            raise
+        log.info("job %s: committed %s with %s: %d files, %d bytes, %d rows from %d tasks "
+                 "(%d retried) in %.1f s; _SUCCESS metrics %s",
+                 job.job_id, self.plan.destination, committer.name, stats["files.written"],
+                 stats["bytes.written"], stats["rows.written"], stats["spark.tasks"],
+                 stats["spark.task.retries"], time.time() - self.started, summary.metrics)
+
+    def abort(self, messages: list[OutcommitCommitMessage | None]) -> None:
+        _driver_logging()
+        try:
+            committer, job = self._committer()
+            log.warning("job %s: aborting the write to %s (%d of %d tasks had committed)",
+                        job.job_id, self.plan.destination,
+                        sum(1 for m in messages if m is not None), len(messages))
+            # Removes the job's whole temporary area and, on multipart stores, every pending
+            # upload under the destination: also the leftovers of attempts that reported nothing.
+            committer.abort_job(job)
+            committer.cleanup_job(job)
+        except Exception:  # abort never raises: Spark is already reporting the real failure
+            log.warning("abort of job %s failed", self.job.get("jobId"), exc_info=True)

@@ -1,0 +1,166 @@
+"""From Spark's write options and session config to a picklable write plan.
+
+Nothing here imports pyspark: the plan is built on the driver and travels, pickled, to
+every task attempt, which recreates its committer from it (never a live client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import ALIASES, CORE_KEYS, Config
+from ..context import SPARK_JOB_UUID_KEY, JobContext
+from ..engine.writer import FORMATS
+
+CONFLICT_KEY = "outcommit.committer.conflict-mode"
+
+# Spark session keys handed to the committer as its config (Config strips spark./spark.hadoop.).
+SPARK_CONF_PREFIXES = ("spark.outcommit.", "spark.hadoop.fs.", "spark.hadoop.mapreduce.")
+SPARK_CONF_KEYS = (SPARK_JOB_UUID_KEY,)
+
+# Write options that are committer config when given on the write itself.
+OPTION_CONFIG_PREFIXES = ("outcommit.", "spark.outcommit.", "spark.hadoop.", "fs.", "mapreduce.")
+
+# Options of the data source itself, by their lower-cased name (Spark lower-cases option keys).
+DATA_SOURCE_OPTIONS = {
+    "path": "destination URL (file://, s3://, abfs://, gs://, ...)",
+    "format": "parquet (default), csv or json",
+    "committer": "committer name; overrides every config key",
+    "partitionby": "comma-separated partition columns (Hive-style col=value directories)",
+    "conflictmode": "fail, append or replace; overrides the save mode",
+    "maxrowsperfile": "roll to a new file after this many rows (0: one file per partition and task)",
+    "rowgroupsize": "Parquet rows per row group",
+    "compression": "Parquet compression codec (snappy, zstd, gzip, none, ...)",
+}
+# Test and demo hook, not a user option: the first attempt of this Spark partition fails
+# after writing part of its data, without cleaning up, as a killed executor would.
+FAIL_TASK_ONCE_OPTION = "_failtaskonce"
+
+
+class OptionError(ValueError):
+    """A write option is missing or invalid."""
+
+
+def session_config(conf: Mapping[str, str] | list[tuple[str, str]]) -> dict[str, str]:
+    """The part of a Spark session's config that concerns committers and stores."""
+    items = conf.items() if isinstance(conf, Mapping) else conf
+    return {str(k): str(v) for k, v in items
+            if str(k).startswith(SPARK_CONF_PREFIXES) or str(k) in SPARK_CONF_KEYS}
+
+
+def _known_key_case() -> dict[str, str]:
+    """Lower-cased -> real spelling of every key something registered (options lose case)."""
+    known: dict[str, str] = {}
+    try:
+        from ..plugins import get_registry
+
+        registry = get_registry()
+        names = list(registry.config_keys())
+        for spec in registry.committers().values():
+            names.extend(spec.config_keys)
+    except Exception:  # a broken plugin must not hide the write's own errors
+        names = list(CORE_KEYS)
+    for name in [*names, *ALIASES, *ALIASES.values()]:
+        known[name.lower()] = name
+    return known
+
+
+def _int_option(options: Mapping[str, str], key: str, default: int) -> int:
+    value = options.get(key)
+    if value is None or str(value).strip() == "":
+        return default
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"option {key}={value!r} is not an integer") from None
+    if number < 0:
+        raise OptionError(f"option {key}={number} must be >= 0")
+    return number
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything a task attempt needs to write and commit, picklable."""
+
+    destination: str
+    committer: str | None
+    config: dict[str, str]
+    fmt: str = "parquet"
+    partition_by: tuple[str, ...] = ()
+    max_rows_per_file: int = 0
+    file_options: dict[str, Any] = field(default_factory=dict)
+    conflict_mode: str = "append"
+    conflict_reason: str = ""
+    fail_task_once: int | None = None
+
+    def job_context(self, job_id: str | None = None) -> JobContext:
+        """A new job (a fresh UUID unless Spark's writeJobUUID is in the config)."""
+        return JobContext(self.destination, job_id, 0, Config(self.config),
+                          job_id_source="caller" if job_id else None)
+
+
+def build_plan(options: Mapping[str, str], overwrite: bool,
+               spark_conf: Mapping[str, str] | None = None) -> WritePlan:
+    """Resolve options and Spark config into a plan; the option on the write wins.
+
+    Conflict mode, first match: the ``conflictMode`` option (or an ``outcommit.`` key on the
+    write); save mode ``overwrite`` -> replace; the Spark config's conflict mode
+    (``spark.outcommit.committer.conflict-mode`` or Hadoop's staging key); save mode
+    ``append`` -> append.
+    """
+    lowered = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    path = lowered.get("path", "").strip()
+    if not path:
+        raise OptionError("the outcommit data source needs a destination: "
+                          "df.write.format('outcommit').save('s3://bucket/table') or .option('path', ...)")
+    fmt = lowered.get("format", "parquet").strip().lower() or "parquet"
+    if fmt not in FORMATS:
+        raise OptionError(f"option format={fmt!r}: use one of {', '.join(FORMATS)}")
+    partition_by = tuple(c.strip() for c in lowered.get("partitionby", "").split(",") if c.strip())
+    if len(set(partition_by)) != len(partition_by):
+        raise OptionError(f"option partitionBy names a column twice: {lowered['partitionby']!r}")
+
+    known = _known_key_case()
+    write_config: dict[str, str] = {}
+    for key, value in lowered.items():
+        if key.startswith(OPTION_CONFIG_PREFIXES):
+            write_config[known.get(key, known.get(key.removeprefix("spark.hadoop."), key))] = value
+    session = session_config(spark_conf or {})
+    config = Config(session).merged(write_config).to_dict()
+
+    mode = lowered.get("conflictmode", "").strip().lower()
+    configured = Config(write_config).get_str(CONFLICT_KEY)
+    if mode:
+        reason = f"option conflictMode={mode}"
+    elif configured:
+        mode, reason = configured.strip().lower(), f"write option {CONFLICT_KEY}={configured}"
+    elif overwrite:
+        mode, reason = "replace", "save mode overwrite"
+    elif Config(session).get_str(CONFLICT_KEY):
+        mode = str(Config(session).get_str(CONFLICT_KEY)).strip().lower()
+        reason = f"Spark config {CONFLICT_KEY}={mode}"
+    else:
+        mode, reason = "append", "save mode append"
+    if mode not in ("fail", "append", "replace"):
+        raise OptionError(f"conflict mode {mode!r} ({reason}): use fail, append or replace")
+    # Drop every spelling of the conflict mode key so the resolved one is the only one.
+    config = {k: v for k, v in config.items()
+              if Config({k: v}).get_str(CONFLICT_KEY) is None}
+    config[CONFLICT_KEY] = mode
+
+    file_options: dict[str, Any] = {}
+    if fmt == "parquet":
+        row_group = _int_option(lowered, "rowgroupsize", 0)
+        if row_group:
+            file_options["row_group_size"] = row_group
+        if lowered.get("compression"):
+            file_options["compression"] = lowered["compression"].strip().lower()
+    fail_once = lowered.get(FAIL_TASK_ONCE_OPTION)
+    committer = lowered.get("committer", "").strip() or None
+    return WritePlan(
+        destination=path, committer=committer, config=config, fmt=fmt,
+        partition_by=partition_by, max_rows_per_file=_int_option(lowered, "maxrowsperfile", 0),
+        file_options=file_options, conflict_mode=mode, conflict_reason=reason,
+        fail_task_once=int(fail_once) if fail_once not in (None, "") else None)

@@ -1,0 +1,62 @@
+"""Reading what a Spark write left behind: visible data, leftovers, pending uploads."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from outcommit import open_store
+from outcommit.committer import is_hidden
+
+
+def visible_files(url: str, config: dict[str, str] | None = None) -> list[str]:
+    """Data files under the destination (no path component starting with '_' or '.')."""
+    store = open_store(url, config or {})
+    root = store.strip(url)
+    rels = [f.path[len(root) + 1:] for f in store.list_files(root)]
+    return sorted(r for r in rels if not any(is_hidden(p) for p in r.split("/")))
+
+
+def leftovers(url: str, config: dict[str, str] | None = None) -> list[str]:
+    """Temporary state that must not survive a commit or an abort: directories and uploads."""
+    store = open_store(url, config or {})
+    root = store.strip(url)
+    found = [f.path for f in store.list_files(root)
+             if "/_temporary" in f.path or "/__magic" in f.path]
+    multipart = store.multipart()
+    if multipart is not None:
+        found += [f"pending upload {p}" for p in multipart.list_pending(root)]
+    return found
+
+
+def row_digest(rows: list[tuple[Any, ...]]) -> tuple[int, str]:
+    """Row count and an order-independent checksum."""
+    acc = 0
+    for row in rows:  # a sum, not a xor: a duplicated row changes it
+        acc += int.from_bytes(hashlib.sha256(repr(row).encode()).digest()[:8], "big")
+    return len(rows), f"{acc % (1 << 64):016x}"
+
+
+def read_back(url: str, config: dict[str, str] | None = None, fmt: str = "parquet") -> list[tuple[str, ...]]:
+    """Every row under the destination (Hive partitions included), as sorted-column strings."""
+    import pyarrow.dataset as ds
+
+    store = open_store(url, config or {})
+    root = store.strip(url)
+    files = [f"{root}/{rel}" for rel in visible_files(url, config)]
+    if not files:
+        return []
+    dataset = ds.dataset(files, filesystem=store.fs, format=fmt, partitioning="hive",
+                         partition_base_dir=root)
+    table = dataset.to_table()
+    columns = sorted(table.column_names)
+    return [tuple(str(row[c]) for c in columns) for row in table.select(columns).to_pylist()]
+
+
+def as_strings(rows: list[Any]) -> list[tuple[str, ...]]:
+    """Spark Rows in the shape of read_back."""
+    out = []
+    for row in rows:
+        d = row.asDict()
+        out.append(tuple(str(d[c]) for c in sorted(d)))
+    return out

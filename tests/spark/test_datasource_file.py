@@ -1,0 +1,143 @@
+"""The outcommit data source on file:// with the rename committers (v1, v2)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from spark_helpers import as_strings, leftovers, read_back, row_digest, visible_files
+
+from outcommit import load_success, open_store
+
+pytestmark = pytest.mark.spark
+
+DATES = ["2024-05-01", "2024-05-02", "2024-05-03"]
+
+
+def events(spark: Any, rows: int = 3000, partitions: int = 4, first_id: int = 0) -> Any:
+    from pyspark.sql import functions as F
+
+    dates = F.array(*[F.lit(d) for d in DATES])
+    return (spark.range(first_id, first_id + rows, 1, partitions)
+            .withColumn("date", F.element_at(dates, (F.col("id") % len(DATES) + 1).cast("int")))
+            .withColumn("user", (F.col("id") * 7919 % 1000).cast("long"))
+            .withColumn("amount", F.col("id") * 0.25))
+
+
+def success_of(url: str) -> Any:
+    store = open_store(url)
+    return load_success(store, store.join(store.strip(url), "_SUCCESS"))
+
+
+def test_v1_exactly_once_with_a_failed_first_attempt(spark: Any, local_dest: str) -> None:
+    df = events(spark)
+    (df.write.format("outcommit").mode("append").option("committer", "v1")
+       .option("partitionBy", "date").option("_failTaskOnce", "1").save(local_dest))
+
+    assert sorted(read_back(local_dest)) == sorted(as_strings(df.collect()))
+    assert row_digest(read_back(local_dest)) == row_digest(as_strings(df.collect()))
+    files = visible_files(local_dest)
+    # Hive layout, partition column not stored in the files, names unique per job and attempt.
+    assert {f.split("/")[0] for f in files} == {f"date={d}" for d in DATES}
+    assert all(f.split("/")[1].startswith("part-") and f.endswith(".parquet") for f in files)
+    import pyarrow.parquet as pq
+
+    assert "date" not in pq.read_schema(local_dest.removeprefix("file://") + "/" + files[0]).names
+    # Task 1's retry (attempt 1) committed, its failed attempt 0 left nothing.
+    assert any("-a1" in f for f in files) and not any("part-00001" in f and "-a0" in f for f in files)
+    assert leftovers(local_dest) == []
+    summary = success_of(local_dest)
+    assert summary.committer == "v1" and summary.success
+    assert summary.metrics["rows.written"] == 3000
+    assert summary.metrics["files.written"] == len(files)
+    assert summary.metrics["bytes.written"] > 0
+    assert summary.metrics["spark.task.retries"] == 1
+
+
+def test_failed_job_leaves_nothing_visible(spark: Any, local_dest: str) -> None:
+    from pyspark.sql import functions as F
+
+    # The last partition fails on every attempt; the others commit their tasks first.
+    df = events(spark, rows=2000, partitions=4).withColumn(
+        "checked", F.assert_true(F.col("id") != 1999, "poisoned row"))
+    with pytest.raises(Exception, match="poisoned row"):
+        df.write.format("outcommit").mode("append").option("committer", "v1").save(local_dest)
+    assert visible_files(local_dest) == []
+    assert leftovers(local_dest) == []
+    store = open_store(local_dest)
+    assert not store.exists(store.join(store.strip(local_dest), "_SUCCESS"))
+
+
+def test_overwrite_replaces_and_append_adds(spark: Any, local_dest: str) -> None:
+    first, second = events(spark, rows=500, partitions=2), events(spark, 300, 2, first_id=10_000)
+    first.write.format("outcommit").mode("append").save(local_dest)
+    second.write.format("outcommit").mode("append").save(local_dest)
+    assert sorted(read_back(local_dest)) == sorted(as_strings(first.collect() + second.collect()))
+
+    second.write.format("outcommit").mode("overwrite").save(local_dest)
+    assert sorted(read_back(local_dest)) == sorted(as_strings(second.collect()))
+    assert leftovers(local_dest) == []
+
+
+def test_conflict_mode_fail_refuses_existing_data_before_tasks_run(spark: Any, local_dest: str) -> None:
+    df = events(spark, rows=100, partitions=1)
+    df.write.format("outcommit").mode("append").save(local_dest)
+    before = visible_files(local_dest)
+    with pytest.raises(Exception, match="conflict mode is 'fail'"):
+        df.write.format("outcommit").mode("append").option("conflictMode", "fail").save(local_dest)
+    assert visible_files(local_dest) == before
+    assert leftovers(local_dest) == []
+
+
+def test_unknown_committer_fails_before_any_task(spark: Any, local_dest: str) -> None:
+    with pytest.raises(Exception, match="nosuch") as info:
+        events(spark, 100, 1).write.format("outcommit").mode("append") \
+            .option("committer", "nosuch").save(local_dest)
+    assert "UnknownCommitterError" in str(info.value) or "unknown committer" in str(info.value).lower()
+    assert not open_store(local_dest).exists(open_store(local_dest).strip(local_dest))
+
+
+def test_spark_config_selects_the_committer_per_scheme(spark: Any, tmp_path: Any) -> None:
+    import outcommit.spark
+
+    df = events(spark, rows=200, partitions=2)
+    cases = [
+        ({"spark.outcommit.committer.file": "v2"}, {}, "v2", "outcommit.committer.file=v2"),
+        ({"spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version": "2"}, {}, "v2",
+         "mapreduce.fileoutputcommitter.algorithm.version=2"),
+        ({"spark.outcommit.committer.file": "v2"}, {"committer": "v1"}, "v1", "given by the caller"),
+    ]
+    try:
+        for n, (conf, options, expected, why) in enumerate(cases):
+            for key, value in conf.items():
+                spark.conf.set(key, value)
+            outcommit.spark.register(spark)
+            dest = f"file://{tmp_path}/conf-{n}"
+            df.write.format("outcommit").mode("append").options(**options).save(dest)
+            for key in conf:
+                spark.conf.unset(key)
+            summary = success_of(dest)
+            assert (summary.committer, n) == (expected, n)
+            assert why in summary.diagnostics["selection"]
+    finally:
+        for conf, _, _, _ in cases:
+            for key in conf:
+                spark.conf.unset(key)
+        outcommit.spark.register(spark)
+
+
+def test_csv_and_json_formats(spark: Any, tmp_path: Any) -> None:
+    df = events(spark, rows=300, partitions=2).drop("amount")
+    csv_dest, json_dest = f"file://{tmp_path}/csv", f"file://{tmp_path}/json"
+    df.write.format("outcommit").mode("append").option("format", "csv") \
+        .option("partitionBy", "date").save(csv_dest)
+    df.write.format("outcommit").mode("append").option("format", "json").save(json_dest)
+    assert all(f.endswith(".csv") for f in visible_files(csv_dest))
+    assert sorted(read_back(csv_dest, fmt="csv")) == sorted(as_strings(df.collect()))
+    rows = []
+    for rel in visible_files(json_dest):
+        with open(json_dest.removeprefix("file://") + "/" + rel) as f:
+            rows += [json.loads(line) for line in f]
+    assert sorted((r["id"], r["date"], r["user"]) for r in rows) == \
+        sorted((r.id, r.date, r.user) for r in df.collect())
