@@ -1,0 +1,35 @@
+# Two commands on a fresh machine:  make demo  (the main job)  and  make test  (the tests).
+# Both create .venv and install everything they need on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PLUGIN_PYPROJECTS := $(wildcard plugins/*/pyproject.toml)
+
+.PHONY: setup demo test lint type bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements-dev.txt core/pyproject.toml $(PLUGIN_PYPROJECTS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/outcommit demo $(DEMO_ARGS)
+
+test: setup
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check core plugins tests benchmarks
+
+type: setup
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
