@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from .committer import CommitterSpec
 from .committers.fileoutput import FileOutputCommitterV1, FileOutputCommitterV2
+from .committers.manifest import CONFIG_KEYS as MANIFEST_KEYS
+from .committers.manifest import ManifestCommitter
 from .config import CORE_KEYS, Config
 from .hookspecs import RegisterCommitter, RegisterStore, hookimpl
 from .store import StoreSpec
@@ -36,6 +38,7 @@ def register_stores(register: RegisterStore) -> None:
 def register_committers(register: RegisterCommitter) -> None:
     register(CommitterSpec.for_class(FileOutputCommitterV1))
     register(CommitterSpec.for_class(FileOutputCommitterV2))
+    register(CommitterSpec.for_class(ManifestCommitter, config_keys=MANIFEST_KEYS))
 
 
 @hookimpl

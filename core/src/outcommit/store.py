@@ -14,7 +14,7 @@ import posixpath
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, Literal
 
 import fsspec
 
@@ -40,6 +40,11 @@ class FileInfo:
     @property
     def name(self) -> str:
         return posixpath.basename(self.path.rstrip("/"))
+
+
+RenameOutcome = Literal["done", "not-done", "unknown"]
+_THROTTLE_MARKERS = ("SlowDown", "ServerBusy", "TooManyRequests", "Too Many Requests",
+                     "503 Service Unavailable", "rateLimitExceeded")
 
 
 class RenameError(OutcommitError, OSError):
@@ -210,6 +215,49 @@ class Store:
     def multipart(self) -> MultipartUploads | None:
         """Multipart operations when the store has delayed multipart completion, else None."""
         return None
+
+    # -- rename recovery (manifest committer) ------------------------------------------
+    def rename_outcome(self, src: str, dst: str, src_info: FileInfo) -> RenameOutcome:
+        """Did a rename that raised (or timed out) take effect? Decided from evidence only.
+
+        ``src_info`` is what the caller knew of the source before renaming. The caller
+        guarantees that the destination did not exist before its rename and that nothing
+        else touches the source. Answers ``"done"`` (the destination holds the source's
+        content; the source may still be there), ``"not-done"`` (nothing happened: the
+        rename may be retried) or ``"unknown"`` (the caller must fail rather than guess).
+        The default is conservative; stores with better evidence override it.
+        """
+        src_now, dst_now = self.info(src), self.info(dst)
+        if dst_now is None or dst_now.is_dir:
+            return "not-done" if src_now is not None and dst_now is None else "unknown"
+        if src_now is not None:
+            # Both exist: a half-done copy+delete, or an unrelated destination. No way to tell.
+            return "unknown"
+        if (src_info.etag and dst_now.etag == src_info.etag
+                and self.has_capability(caps.ETAGS_PRESERVED_IN_RENAME)):
+            return "done"
+        if (self.has_capability(caps.RENAME_FILE_ATOMIC) and not src_info.etag
+                and dst_now.size == src_info.size):
+            # One atomic step removes the source as it creates the destination, and no etag
+            # could prove otherwise: the source is gone only because this rename happened.
+            return "done"
+        return "unknown"
+
+    def is_throttling(self, exc: BaseException) -> bool:
+        """Is ``exc`` the store refusing a request under load (HTTP 503/429)?"""
+        for attr in ("status", "status_code", "code", "http_status"):
+            value = getattr(exc, attr, None)
+            if value in (429, 503, "429", "503"):
+                return True
+        response = getattr(exc, "response", None)
+        if response is not None and getattr(response, "status_code", None) in (429, 503):
+            return True
+        text = str(exc)
+        return any(marker in text for marker in _THROTTLE_MARKERS)
+
+    def is_transient(self, exc: BaseException) -> bool:
+        """Is ``exc`` a failure that a retry of the same request may not meet again?"""
+        return self.is_throttling(exc) or isinstance(exc, (TimeoutError, ConnectionError))
 
     def close(self) -> None:
         """Release clients; the default has nothing to release."""

@@ -93,6 +93,16 @@ class FaultInjectingStore(Store):
     def url(self, path: str) -> str:
         return self.inner.url(path)
 
+    # Recovery questions go to the real store: its evidence, not the base class default.
+    def rename_outcome(self, src: str, dst: str, src_info: Any) -> Any:
+        return self.inner.rename_outcome(src, dst, src_info)
+
+    def is_throttling(self, exc: BaseException) -> bool:
+        return self.inner.is_throttling(exc)
+
+    def is_transient(self, exc: BaseException) -> bool:
+        return self.inner.is_transient(exc)
+
     def add(self, fault: Fault) -> Fault:
         with self._lock:
             self.faults.append(fault)
