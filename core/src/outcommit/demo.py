@@ -1,108 +1,378 @@
-"""``outcommit demo``: write a generated dataset through a committer, then verify it.
+"""``outcommit demo``: write a generated event dataset through a committer, then verify it.
 
-This first version runs on the local engine (no Spark): it writes a generated event
-dataset, partitioned by date, through ``v1`` into a local directory, with one task's
-first attempt failing mid-write, and checks the result row by row.
+Default: local PySpark writes >= 1M rows, partitioned by date, to an embedded S3 server
+(moto on 127.0.0.1) through the ``magic`` committer, with one task's first attempt
+failing mid-write (Spark retries it); then the output is read back and checked against
+the input (row count and an order-independent checksum), and no pending upload may be left.
+``--engine local`` runs the same job on the local engine, without Spark or Java.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
+import os
 import shutil
+import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+DATES = [f"2026-11-{d:02d}" for d in range(1, 8)]
+KINDS = ["view", "click", "purchase", "signup", "logout"]
+COUNTRIES = ["DE", "FR", "US", "BR", "IN", "JP", "NG", "GB"]
+# The demo's failure injection: this task's first attempt dies mid-write.
+FAILING_TASK = 2
+JAVA_HELP = ("PySpark needs Java 17 (or 11/21). Install it, e.g. on Debian/Ubuntu:\n"
+             "    sudo apt-get install -y openjdk-17-jre-headless\n"
+             "or point JAVA_HOME at an installed JDK/JRE (export JAVA_HOME=/usr/lib/jvm/...).\n"
+             "To run the demo without Spark: outcommit demo --engine local --store file")
+
+
+def say(message: str) -> None:
+    print(f"[demo] {message}", flush=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", choices=["file"], default="file", help="where to write")
-    parser.add_argument("--committer", default=None, help="committer name (default: the store's)")
-    parser.add_argument("--rows", type=int, default=200_000, help="rows to generate")
-    parser.add_argument("--tasks", type=int, default=8, help="number of tasks")
-    parser.add_argument("--dest", default=None, help="destination URL (default: a temp directory)")
-    parser.add_argument("--keep", action="store_true", help="keep the output and print where it is")
+    parser.add_argument("--store", choices=["file", "s3", "azure", "gcs"], default="s3",
+                        help="where to write: an embedded server for s3/azure/gcs (default s3)")
+    parser.add_argument("--committer", default=None,
+                        help="committer name (default: the store's; magic on s3)")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows to generate (default 1M)")
+    parser.add_argument("--tasks", type=int, default=8, help="Spark partitions / tasks (default 8)")
+    parser.add_argument("--engine", choices=["spark", "local"], default="spark",
+                        help="spark (default) or the local engine (no Java needed)")
+    parser.add_argument("--dest", default=None, help="destination URL (default: a fresh one)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the output (and the embedded server, until Ctrl-C) and print how "
+                             "to reach it")
 
 
-def generate(rows: int, tasks: int) -> list[Any]:
+# -- checksums -----------------------------------------------------------------------
+def _mix(values: Any) -> Any:
+    """splitmix64 finaliser on a uint64 numpy array (wrapping arithmetic)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        x = values ^ (values >> np.uint64(30))
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x = x ^ (x >> np.uint64(27))
+        x = x * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _column_words(column: Any) -> Any:
+    """One uint64 per row for any column type (strings through a hash of each distinct value)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        column = column.cast(kind.value_type)
+        kind = column.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
+        encoded = pc.dictionary_encode(column.fill_null("\x00null"))
+        words = np.array([int.from_bytes(hashlib.sha256(str(v).encode()).digest()[:8], "big")
+                          for v in encoded.dictionary.to_pylist()] or [0], dtype=np.uint64)
+        return words[encoded.indices.to_numpy(zero_copy_only=False)]
+    if pa.types.is_floating(kind):
+        floats = column.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+        return floats.view(np.uint64)
+    if pa.types.is_date32(kind):
+        column = column.cast(pa.int32())
+    ints = column.cast(pa.int64()).fill_null(-(1 << 62)).to_numpy(zero_copy_only=False)
+    return ints.view(np.uint64)
+
+
+def checksum(table: Any) -> tuple[int, str]:
+    """Row count and an order-independent checksum: the wrapping sum of per-row hashes.
+
+    A lost, duplicated or changed row changes it; the order of rows and files does not.
+    Columns are taken by name, so a Hive partition column read back compares equal.
+    """
+    import numpy as np
+
+    rows = np.zeros(table.num_rows, dtype=np.uint64)
+    for name in sorted(table.column_names):
+        salt = np.uint64(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big"))
+        with np.errstate(over="ignore"):
+            rows = _mix(rows ^ _mix(_column_words(table[name]) + salt))
+    total = int(rows.sum(dtype=np.uint64)) if table.num_rows else 0
+    return table.num_rows, f"{total:016x}"
+
+
+# -- data ----------------------------------------------------------------------------
+def generate_local(rows: int, tasks: int) -> list[Any]:
+    """The event table for the local engine, one Arrow table per task."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     per_task = -(-rows // tasks)
     tables = []
-    kinds = pa.array(["view", "click", "purchase", "signup", "logout"])
     for task in range(tasks):
         start, stop = task * per_task, min(rows, (task + 1) * per_task)
         ids = pa.array(range(start, stop), pa.int64())
         tables.append(pa.table({
             "event_id": ids,
             "user_id": pc.remainder(pc.multiply(ids, 7919), 100_003),
-            "kind": pc.take(kinds, pc.remainder(ids, 5)),
+            "kind": pc.take(pa.array(KINDS), pc.remainder(ids, len(KINDS))),
+            "country": pc.take(pa.array(COUNTRIES), pc.remainder(pc.multiply(ids, 13), len(COUNTRIES))),
             "amount_cents": pc.remainder(pc.multiply(ids, 31), 10_000),
-            "date": pc.take(pa.array([f"2026-11-{d:02d}" for d in range(1, 8)]), pc.remainder(ids, 7)),
+            "date": pc.take(pa.array(DATES), pc.remainder(ids, len(DATES))),
         }))
     return tables
 
 
-def checksum(table: Any) -> tuple[int, str]:
-    """Row count and an order-independent digest of (event_id, user_id, amount, date)."""
-    import pyarrow.compute as pc
+def generate_spark(spark: Any, rows: int, tasks: int) -> Any:
+    """The same events as Spark expressions over ``range``: no data passes through Python."""
+    from pyspark.sql import functions as F
 
-    total = 0
-    rows = table.num_rows
-    for name in ("event_id", "user_id", "amount_cents"):
-        total = (total * 1_000_003 + pc.sum(table[name].cast("int64")).as_py()) % (1 << 61)
-    dates = sorted(pc.value_counts(table["date"].cast("string")).to_pylist(),
-                   key=lambda d: d["values"])
-    digest = hashlib.sha256(f"{total}|{dates}".encode()).hexdigest()[:16]
-    return rows, digest
+    def pick(values: list[str], index: Any) -> Any:
+        return F.element_at(F.array(*[F.lit(v) for v in values]), (index + 1).cast("int"))
+
+    event_id = F.col("id")
+    return (spark.range(0, rows, 1, tasks)
+            .select(event_id.alias("event_id"),
+                    (event_id * 7919 % 100_003).alias("user_id"),
+                    pick(KINDS, event_id % len(KINDS)).alias("kind"),
+                    pick(COUNTRIES, event_id * 13 % len(COUNTRIES)).alias("country"),
+                    (event_id * 31 % 10_000).alias("amount_cents"),
+                    F.timestamp_seconds(F.lit(1_793_491_200) + event_id % 604_800).alias("ts"),
+                    pick(DATES, event_id % len(DATES)).alias("date")))
+
+
+# -- stores ----------------------------------------------------------------------------
+@dataclass
+class DemoStore:
+    """Where the demo writes, and how to stop and reach it."""
+
+    kind: str
+    destination: str
+    config: dict[str, str] = field(default_factory=dict)
+    stop: Callable[[], None] = lambda: None
+    reach: list[str] = field(default_factory=list)
+    description: str = ""
+
+
+def _plugin(kind: str) -> Any:
+    module = {"s3": "outcommit_s3", "azure": "outcommit_azure", "gcs": "outcommit_gcs"}[kind]
+    try:
+        return importlib.import_module(f"{module}.embedded")
+    except ImportError as exc:
+        raise SystemExit(f"outcommit demo --store {kind} needs the {module.replace('_', '-')} plugin "
+                         f"with its embedded server: pip install 'outcommit-{kind}[embedded]' "
+                         f"(in this repository: pip install -e 'plugins/{kind}[embedded]'). ({exc})") \
+            from None
+
+
+def start_store(kind: str, dest: str | None) -> DemoStore:
+    name = f"events-{uuid.uuid4().hex[:8]}"
+    if kind == "file":
+        workdir = tempfile.mkdtemp(prefix="outcommit-demo-")
+        return DemoStore("file", dest or f"file://{workdir}/{name}",
+                         stop=lambda: shutil.rmtree(workdir, ignore_errors=True),
+                         reach=[f"output directory: {workdir}"], description="local directory")
+    embedded = _plugin(kind)
+    if kind == "s3":
+        server = embedded.start_moto_server()
+        bucket = "outcommit-demo"
+        _make_s3_bucket(server, bucket)
+        reach = [f"S3 endpoint: {server.endpoint_url}  (moto; any access key/secret works)",
+                 f"bucket:      s3://{bucket}/",
+                 f"list it:     outcommit uploads list s3://{bucket}/ "
+                 + " ".join(f"--conf {k}={v}" for k, v in sorted(server.config.items())
+                            if "endpoint" in k)]
+        return DemoStore("s3", dest or f"s3://{bucket}/{name}", dict(server.config), server.stop,
+                         reach, f"embedded S3 (moto server at {server.endpoint_url})")
+    starter = next(getattr(embedded, n) for n in dir(embedded) if n.startswith("start_"))
+    server = starter()
+    container = "outcommit-demo"
+    make = getattr(server, "make_container", None) or getattr(server, "make_bucket", None)
+    if make is not None:
+        make(container)
+    scheme = "abfs" if kind == "azure" else "gs"
+    endpoint = getattr(server, "endpoint_url", "")
+    return DemoStore(kind, dest or f"{scheme}://{container}/{name}", dict(server.config), server.stop,
+                     [f"endpoint: {endpoint}", f"container/bucket: {container}"],
+                     f"embedded {kind} emulator at {endpoint}")
+
+
+def _make_s3_bucket(server: Any, bucket: str) -> None:
+    make = getattr(server, "make_bucket", None) or getattr(server, "create_bucket", None)
+    if make is not None:
+        make(bucket)
+        return
+    from outcommit import open_store
+
+    store = open_store(f"s3://{bucket}/", server.config)
+    store.fs.mkdir(bucket)
+
+
+# -- the run -----------------------------------------------------------------------------
+def java_available() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    return bool(shutil.which("java") or (home and os.path.exists(os.path.join(home, "bin", "java"))))
+
+
+def start_spark(store: DemoStore, tasks: int) -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need this interpreter's pyarrow
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master("local[2,3]")  # 3 attempts per task: Spark retries
+               .appName("outcommit-demo")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "true")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.sql.shuffle.partitions", str(tasks)))
+    # Store settings reach outcommit the way a Spark user gives them: as session config.
+    for key, value in store.config.items():
+        builder = builder.config(f"spark.{key}" if key.startswith("outcommit.") else key, value)
+    spark = builder.getOrCreate()
+    # The injected failure is expected: keep Spark's stack traces of it off the console.
+    spark.sparkContext.setLogLevel("OFF")
+    import outcommit.spark
+
+    outcommit.spark.register(spark)
+    return spark
+
+
+def read_back(destination: str, config: dict[str, str]) -> Any:
+    import pyarrow.dataset as ds
+
+    from .factory import open_store
+
+    store = open_store(destination, config)
+    root = store.strip(destination)
+    # Only data: Hadoop's rule hides names starting with '_' or '.' (_SUCCESS, _temporary, __magic).
+    files = [f.path for f in store.list_files(root)
+             if not any(p.startswith(("_", ".")) for p in f.path[len(root) + 1:].split("/"))]
+    if not files:
+        import pyarrow as pa
+
+        return pa.table({})
+    return ds.dataset(files, filesystem=store.fs, format="parquet", partitioning="hive",
+                      partition_base_dir=root).to_table()
+
+
+def pending_uploads(destination: str, config: dict[str, str]) -> int | None:
+    from .factory import open_store
+
+    store = open_store(destination, config)
+    multipart = store.multipart()
+    return None if multipart is None else len(multipart.list_pending(store.strip(destination)))
+
+
+def run_spark(args: argparse.Namespace, store: DemoStore) -> tuple[dict[str, Any], Any]:
+    say("starting local PySpark (local[2], 3 attempts per task)")
+    started = time.monotonic()
+    spark = start_spark(store, args.tasks)
+    say(f"Spark {spark.version} ready in {time.monotonic() - started:.1f}s")
+    df = generate_spark(spark, args.rows, args.tasks)
+    say(f"generating {args.rows:,} event rows in {args.tasks} partitions; computing the input checksum")
+    expected = checksum(df.toArrow())
+    say(f"input: {expected[0]:,} rows, checksum {expected[1]}")
+    writer = (df.write.format("outcommit").mode("overwrite")
+              .option("partitionBy", "date").option("maxRowsPerFile", 0)
+              .option("_failTaskOnce", str(min(FAILING_TASK, args.tasks - 1))))
+    if args.committer:
+        writer = writer.option("committer", args.committer)
+    say(f"writing to {store.destination}; task {min(FAILING_TASK, args.tasks - 1)}'s first attempt "
+        "will fail mid-write (Spark retries it)")
+    started = time.monotonic()
+    writer.save(store.destination)
+    elapsed = time.monotonic() - started
+    say(f"write committed in {elapsed:.1f}s")
+    return {"expected": expected, "elapsed": elapsed}, spark
+
+
+def run_local(args: argparse.Namespace, store: DemoStore) -> dict[str, Any]:
+    import pyarrow as pa
+
+    from .engine.local import FailurePoint, LocalDriver
+
+    say(f"generating {args.rows:,} event rows in {args.tasks} tasks (local engine, no Spark)")
+    tables = generate_local(args.rows, args.tasks)
+    expected = checksum(pa.concat_tables(tables))
+    started = time.monotonic()
+    driver = LocalDriver(store.destination, committer=args.committer, config=store.config,
+                         partition_by=["date"], workers=2,
+                         failures=[FailurePoint(task=min(FAILING_TASK, args.tasks - 1), attempt=0,
+                                                point="mid-write", after_files=2, crash=True)],
+                         progress=say)
+    driver.run(tables)
+    return {"expected": expected, "elapsed": time.monotonic() - started}
 
 
 def main(args: argparse.Namespace) -> int:
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
-    from .engine.local import FailurePoint, LocalDriver
     from .factory import open_store
     from .success import SUCCESS_FILE, load_success
 
-    workdir = None
-    dest = args.dest
-    if dest is None:
-        workdir = tempfile.mkdtemp(prefix="outcommit-demo-")
-        dest = f"file://{workdir}/events"
-    print(f"[demo] generating {args.rows:,} event rows in {args.tasks} tasks")
-    tables = generate(args.rows, args.tasks)
-    expected = checksum(pa.concat_tables(tables))
-    started = time.monotonic()
-    driver = LocalDriver(dest, committer=args.committer, partition_by=["date"], workers=2,
-                         max_rows_per_file=max(1, args.rows // (args.tasks * 4)),
-                         failures=[FailurePoint(task=min(3, args.tasks - 1), attempt=0,
-                                                point="mid-write", after_files=2)],
-                         progress=lambda m: print(f"[demo] {m}"))
-    result = driver.run(tables)
-    elapsed = time.monotonic() - started
-    store = open_store(dest)
-    report = load_success(store, store.join(store.strip(dest), SUCCESS_FILE))
-    path = store.strip(dest)
-    data = ds.dataset(path, format="parquet", partitioning="hive",
-                      filesystem=None, exclude_invalid_files=True).to_table()
-    data = data.set_column(data.schema.get_field_index("date"), "date", data["date"].cast("string"))
-    found = checksum(data)
-    ok = found == expected and report.success
-    print()
-    print(f"committer:      {result.committer} ({result.selection})")
-    print(f"destination:    {dest}")
-    print(f"written:        {result.files} files, {result.bytes:,} bytes, {result.rows:,} rows "
-          f"in {elapsed:.2f}s")
-    print(f"task attempts:  {sum(result.attempts.values())} for {len(result.attempts)} tasks; "
-          f"failures: {'; '.join(result.failures) or 'none'}")
-    print(f"_SUCCESS:       success={report.success} committer={report.committer} "
-          f"files={report.metrics.get('files.committed')} job={report.jobId}")
-    print(f"verification:   expected rows={expected[0]:,} checksum={expected[1]}; "
-          f"read back rows={found[0]:,} checksum={found[1]} -> {'OK' if ok else 'MISMATCH'}")
-    if workdir and not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    elif workdir:
-        print(f"kept output in {workdir}")
-    return 0 if ok else 1
+    engine = getattr(args, "engine", "spark")
+    if engine == "spark" and not java_available():
+        print(f"outcommit demo: Java was not found (no java on PATH, JAVA_HOME unset).\n{JAVA_HELP}",
+              file=sys.stderr)
+        return 2
+    if engine == "spark":
+        try:
+            import pyspark  # noqa: F401
+        except ImportError:
+            print("outcommit demo: PySpark is not installed: pip install 'outcommit[spark]' "
+                  "(or run: outcommit demo --engine local --store file)", file=sys.stderr)
+            return 2
+    say(f"starting the {args.store} store")
+    store = start_store(args.store, args.dest)
+    say(f"store: {store.description or store.kind}; destination {store.destination}")
+    spark = None
+    try:
+        if engine == "spark":
+            outcome, spark = run_spark(args, store)
+        else:
+            outcome = run_local(args, store)
+        say("reading the output back")
+        data = read_back(store.destination, store.config)
+        found = checksum(data)
+        fs_store = open_store(store.destination, store.config)
+        report = load_success(fs_store, fs_store.join(fs_store.strip(store.destination), SUCCESS_FILE))
+        pending = pending_uploads(store.destination, store.config)
+        expected = outcome["expected"]
+        ok = found == expected and report.success and not pending
+        metrics = report.metrics
+        print()
+        print(f"committer:        {report.committer} -- chosen because: "
+              f"{report.diagnostics.get('selection', '?')}")
+        print(f"destination:      {store.destination}")
+        print(f"written:          {metrics.get('files.written', '?')} files, "
+              f"{metrics.get('bytes.written', 0):,} bytes, {metrics.get('rows.written', 0):,} rows "
+              f"in {outcome['elapsed']:.1f}s ({engine} engine)")
+        if "spark.task.retries" in metrics:
+            print(f"task retries:     {metrics['spark.task.retries']} (the injected mid-write failure)")
+        print("pending uploads:  " + ("n/a (store has no multipart uploads)" if pending is None
+                                      else f"{pending} left under the destination"))
+        print(f"_SUCCESS:         success={report.success} job={report.jobId} "
+              f"({report.jobIdSource}) files.committed={metrics.get('files.committed')}")
+        print("  metrics:        " + ", ".join(f"{k}={v}" for k, v in sorted(metrics.items())))
+        print(f"verification:     input {expected[0]:,} rows, checksum {expected[1]}; "
+              f"read back {found[0]:,} rows, checksum {found[1]} -> {'OK' if ok else 'MISMATCH'}")
+        if args.keep:
+            print("\nkept:\n  " + "\n  ".join(store.reach))
+            if store.kind != "file":
+                print("  (server up until Ctrl-C)")
+                try:
+                    while True:
+                        time.sleep(3600)
+                except KeyboardInterrupt:
+                    pass
+        return 0 if ok else 1
+    finally:
+        if spark is not None:
+            spark.stop()
+        if not args.keep or store.kind != "file":
+            store.stop()
