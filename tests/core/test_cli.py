@@ -7,6 +7,7 @@ import json
 from datetime import timedelta
 
 import pytest
+
 from outcommit.cli import main, parse_duration
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+
 from outcommit.testing.conformance import CommitterConformance
 from outcommit.testing.faults import Fault
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+
 from outcommit import CommitError, load_success, open_store
 from outcommit.engine.local import FailurePoint, LocalDriver
 from outcommit.engine.writer import escape_partition_value

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import outcommit
 import pytest
+
+import outcommit
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.errors import PluginError, UnknownCommitterError, UnknownSchemeError, UnsafeCommitterError

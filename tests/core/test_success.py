@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-import outcommit
 import pytest
+
+import outcommit
 from outcommit import CorruptFileError, JobContext, SuccessData, load_success
 from outcommit.cli import main
 from outcommit.success import SUCCESS_NAME

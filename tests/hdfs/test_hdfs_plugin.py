@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import uuid
 
-import outcommit
 import pytest
+
+import outcommit
 from outcommit import capabilities as caps
 from outcommit.plugins import get_registry
 from outcommit.testing.conformance import CommitterConformance

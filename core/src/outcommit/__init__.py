@@ -29,6 +29,7 @@ from .success import SUCCESS_FILE, SuccessData, load_success
 __version__ = "0.1.0"
 
 __all__ = [
+    "SUCCESS_FILE",
     "Capabilities",
     "CommitError",
     "Committer",
@@ -43,7 +44,6 @@ __all__ = [
     "JobContext",
     "OutcommitError",
     "PluginError",
-    "SUCCESS_FILE",
     "Store",
     "StoreSpec",
     "SuccessData",

@@ -111,8 +111,8 @@ def cmd_success(args: argparse.Namespace) -> int:
             print(f"    {key} = {value}")
     if report.diagnostics:
         print("  diagnostics:")
-        for key, value in sorted(report.diagnostics.items()):
-            print(f"    {key} = {value}")
+        for key, text in sorted(report.diagnostics.items()):
+            print(f"    {key} = {text}")
     return 0 if report.success else 1
 
 

@@ -247,4 +247,4 @@ class CommitterSpec:
                    config_keys=dict(config_keys or {}))
 
 
-__all__ = ["Committer", "CommitterSpec", "TEMPORARY_DIR", "caps", "is_hidden", "relative_to"]
+__all__ = ["TEMPORARY_DIR", "Committer", "CommitterSpec", "caps", "is_hidden", "relative_to"]

@@ -10,13 +10,7 @@ published through the entry-point group ``outcommit``::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 import pluggy
-
-if TYPE_CHECKING:
-    from .committer import CommitterSpec
-    from .store import StoreSpec
 
 PROJECT = "outcommit"
 hookspec = pluggy.HookspecMarker(PROJECT)

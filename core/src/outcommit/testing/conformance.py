@@ -1,4 +1,4 @@
-"""The shared conformance suite: lifecycle, failure and abort scenarios for any committer × store.
+"""The shared conformance suite: lifecycle, failure and abort scenarios for any committer x store.
 
 Subclass it in a test module and provide the fixtures; pytest collects the subclass::
 

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import fsspec
+
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.store import Store
