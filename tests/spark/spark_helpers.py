@@ -60,3 +60,16 @@ def as_strings(rows: list[Any]) -> list[tuple[str, ...]]:
         d = row.asDict()
         out.append(tuple(str(d[c]) for c in sorted(d)))
     return out
+
+
+DATES = ["2024-05-01", "2024-05-02", "2024-05-03"]
+
+
+def events(spark: Any, rows: int = 3000, partitions: int = 4, first_id: int = 0) -> Any:
+    from pyspark.sql import functions as F
+
+    dates = F.array(*[F.lit(d) for d in DATES])
+    return (spark.range(first_id, first_id + rows, 1, partitions)
+            .withColumn("date", F.element_at(dates, (F.col("id") % len(DATES) + 1).cast("int")))
+            .withColumn("user", (F.col("id") * 7919 % 1000).cast("long"))
+            .withColumn("amount", F.col("id") * 0.25))

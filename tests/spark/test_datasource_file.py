@@ -6,24 +6,11 @@ import json
 from typing import Any
 
 import pytest
-from spark_helpers import as_strings, leftovers, read_back, row_digest, visible_files
+from spark_helpers import DATES, as_strings, events, leftovers, read_back, row_digest, visible_files
 
 from outcommit import load_success, open_store
 
 pytestmark = pytest.mark.spark
-
-DATES = ["2024-05-01", "2024-05-02", "2024-05-03"]
-
-
-def events(spark: Any, rows: int = 3000, partitions: int = 4, first_id: int = 0) -> Any:
-    from pyspark.sql import functions as F
-
-    dates = F.array(*[F.lit(d) for d in DATES])
-    return (spark.range(first_id, first_id + rows, 1, partitions)
-            .withColumn("date", F.element_at(dates, (F.col("id") % len(DATES) + 1).cast("int")))
-            .withColumn("user", (F.col("id") * 7919 % 1000).cast("long"))
-            .withColumn("amount", F.col("id") * 0.25))
-
 
 def success_of(url: str) -> Any:
     store = open_store(url)

@@ -1,0 +1,118 @@
+"""The outcommit data source on the moto S3 server: magic and partitioned committers."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from spark_helpers import DATES, as_strings, events, leftovers, read_back, visible_files
+
+from outcommit import load_success, open_store
+
+pytestmark = [pytest.mark.spark, pytest.mark.s3]
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[Any]:
+    embedded = pytest.importorskip("outcommit_s3.embedded")
+    from outcommit.plugins import get_registry
+
+    missing = {"magic", "partitioned"} - set(get_registry().committers())
+    if missing:
+        pytest.skip(f"the S3 plugin does not register {', '.join(sorted(missing))} yet")
+    server = embedded.start_moto_server(buckets=["spark"])
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_dest(moto: Any) -> str:
+    return f"s3://spark/t-{uuid.uuid4().hex[:8]}"
+
+
+def written(df: Any, moto: Any, dest: str, mode: str = "append", **options: str) -> None:
+    df.write.format("outcommit").mode(mode).options(**moto.config, **options).save(dest)
+
+
+def success_of(url: str, config: dict[str, str]) -> Any:
+    store = open_store(url, config)
+    return load_success(store, store.join(store.strip(url), "_SUCCESS"))
+
+
+@pytest.mark.parametrize("committer", ["magic", "partitioned"])
+def test_exactly_once_with_a_failed_first_attempt(spark: Any, moto: Any, s3_dest: str,
+                                                  committer: str) -> None:
+    df = events(spark, rows=4000, partitions=4)
+    written(df, moto, s3_dest, committer=committer, partitionBy="date", _failTaskOnce="2")
+
+    assert sorted(read_back(s3_dest, moto.config)) == sorted(as_strings(df.collect()))
+    files = visible_files(s3_dest, moto.config)
+    assert {f.split("/")[0] for f in files} == {f"date={d}" for d in DATES}
+    # The failed attempt 0 of task 2 wrote (and for magic, uploaded) part of its data:
+    # none of it is visible and none of its uploads is left pending.
+    assert not any("part-00002" in f and "-a0" in f for f in files)
+    assert leftovers(s3_dest, moto.config) == []
+    summary = success_of(s3_dest, moto.config)
+    assert (summary.committer, summary.success) == (committer, True)
+    assert summary.metrics["rows.written"] == 4000
+    assert summary.metrics["spark.task.retries"] == 1
+
+
+def test_failed_job_leaves_nothing_visible_and_no_uploads(spark: Any, moto: Any, s3_dest: str) -> None:
+    from pyspark.sql import functions as F
+
+    df = events(spark, rows=2000, partitions=4).withColumn(
+        "checked", F.assert_true(F.col("id") != 1999, "poisoned row"))
+    with pytest.raises(Exception, match="poisoned row"):
+        written(df, moto, s3_dest, committer="magic", partitionBy="date")
+    assert visible_files(s3_dest, moto.config) == []
+    assert leftovers(s3_dest, moto.config) == []
+    assert not open_store(s3_dest, moto.config).exists(f"{s3_dest.removeprefix('s3://')}/_SUCCESS")
+
+
+def test_overwrite_replaces_and_append_adds(spark: Any, moto: Any, s3_dest: str) -> None:
+    first, second = events(spark, 500, 2), events(spark, 300, 2, first_id=50_000)
+    written(first, moto, s3_dest, committer="magic")
+    written(second, moto, s3_dest, committer="magic")
+    assert sorted(read_back(s3_dest, moto.config)) == sorted(as_strings(first.collect() + second.collect()))
+    written(second, moto, s3_dest, mode="overwrite", committer="magic")
+    assert sorted(read_back(s3_dest, moto.config)) == sorted(as_strings(second.collect()))
+    assert leftovers(s3_dest, moto.config) == []
+
+
+def test_spark_config_selects_the_s3_committer(spark: Any, moto: Any) -> None:
+    import outcommit.spark
+
+    df = events(spark, rows=200, partitions=2)
+    cases = [({"spark.outcommit.committer.s3": "partitioned"}, "partitioned",
+              "outcommit.committer.s3=partitioned"),
+             ({"spark.hadoop.fs.s3a.committer.name": "partitioned"}, "partitioned",
+              "fs.s3a.committer.name=partitioned"),
+             ({}, "magic", "default committer for s3://")]
+    try:
+        for conf, expected, why in cases:
+            for key, value in conf.items():
+                spark.conf.set(key, value)
+            outcommit.spark.register(spark)
+            dest = f"s3://spark/conf-{uuid.uuid4().hex[:8]}"
+            written(df, moto, dest)
+            for key in conf:
+                spark.conf.unset(key)
+            summary = success_of(dest, moto.config)
+            assert summary.committer == expected
+            assert why in summary.diagnostics["selection"]
+    finally:
+        for conf, _, _ in cases:
+            for key in conf:
+                spark.conf.unset(key)
+        outcommit.spark.register(spark)
+
+
+def test_unsafe_committer_fails_before_any_task(spark: Any, moto: Any, s3_dest: str) -> None:
+    with pytest.raises(Exception, match=r"committer 'v1' is not safe on s3://"):
+        written(events(spark, 100, 1), moto, s3_dest, committer="v1")
+    store = open_store(s3_dest, moto.config)
+    assert store.list_files(store.strip(s3_dest)) == []
+    assert leftovers(s3_dest, moto.config) == []

@@ -1,0 +1,41 @@
+"""``outcommit demo``: the README's first command runs the job and verifies itself."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def run_demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # A subprocess: the demo starts (and stops) its own SparkSession.
+    return subprocess.run([sys.executable, "-m", "outcommit.cli", "demo", *args],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def test_demo_default_run_on_embedded_s3_verifies_itself() -> None:
+    pytest.importorskip("outcommit_s3.embedded")
+    from outcommit.plugins import get_registry
+
+    if "magic" not in get_registry().committers():
+        pytest.skip("the S3 plugin does not register the magic committer yet")
+    result = run_demo("--rows", "60000", "--tasks", "4")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "committer:        magic" in out
+    assert "pending uploads:  0 left" in out
+    assert "task retries:     1" in out
+    assert "-> OK" in out
+
+
+def test_demo_without_java_says_what_to_install(tmp_path: object) -> None:
+    env = {"PATH": os.path.dirname(sys.executable), "JAVA_HOME": ""}
+    result = run_demo("--store", "file", env=env)
+    assert result.returncode == 2
+    assert "apt-get install -y openjdk-17-jre-headless" in result.stderr
+    assert "JAVA_HOME" in result.stderr
