@@ -384,17 +384,15 @@ class ManifestCommitter(Committer):
                 stats.add("files.renamed")
                 stats.add("bytes.renamed", entry.size)
                 return
-            except FileExistsError as exc:
-                if attempt == 1:
-                    # Refused before anything moved: the destination held a file already.
-                    raise RenameFailed(
-                        f"cannot commit {self.store.url(entry.dest)}: a file already exists there. "
-                        f"Set {DELETE_TARGET_KEY}=true to replace existing files, or use "
-                        "conflict mode 'replace'") from exc
-                failure: Exception = exc
             except Exception as exc:
                 failure = exc
             outcome = self.store.rename_outcome(entry.source, entry.dest, known)
+            if isinstance(failure, FileExistsError) and outcome != "done":
+                # Not our own earlier rename (a resumed commit): someone else's file is there.
+                raise RenameFailed(
+                    f"cannot commit {self.store.url(entry.dest)}: a file already exists there. "
+                    f"Set {DELETE_TARGET_KEY}=true to replace existing files, or use "
+                    "conflict mode 'replace'") from failure
             if outcome == "done":
                 stats.add("files.renamed")
                 stats.add("bytes.renamed", entry.size)

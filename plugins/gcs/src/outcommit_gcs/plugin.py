@@ -1,0 +1,26 @@
+"""Entry point of the ``outcommit-gcs`` distribution."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from outcommit import Config, StoreSpec, hookimpl
+
+from .store import CONFIG_KEYS, GCS_CAPABILITIES, GcsStore
+
+
+def _make(url: str, config: Config) -> GcsStore:
+    return GcsStore(url, config)
+
+
+@hookimpl
+def register_stores(register: Callable[..., None]) -> None:
+    register(StoreSpec(("gs", "gcs"), _make, "manifest", GCS_CAPABILITIES,
+                       "Google Cloud Storage via gcsfs: atomic object create, no directory "
+                       "rename; manifest committer by default"))
+
+
+@hookimpl
+def register_config_keys(register: Callable[[str, str], None]) -> None:
+    for key, description in CONFIG_KEYS.items():
+        register(key, description)

@@ -1,0 +1,33 @@
+"""The GCS emulator, started once per test session on a free local port."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from outcommit_gcs.emulator import GcsEmulator, start_gcs_emulator
+
+BUCKET = "outcommit-tests"
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[GcsEmulator]:
+    emulator = start_gcs_emulator()
+    try:
+        emulator.create_bucket(BUCKET)
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def gcs_config(gcs_emulator: GcsEmulator) -> dict[str, Any]:
+    return {**gcs_emulator.config(), "outcommit.manifest.retry-backoff-ms": "0"}
+
+
+@pytest.fixture
+def gcs_root(gcs_emulator: GcsEmulator) -> str:
+    return f"gs://{BUCKET}/{uuid.uuid4().hex}"

@@ -1,0 +1,175 @@
+"""The GCS store against the emulator: capabilities, copy-based rename and its recovery."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any
+
+import pytest
+
+from outcommit import (
+    JobCommitError,
+    JobContext,
+    UnsafeCommitterError,
+    create_committer,
+    describe_capabilities,
+    open_store,
+)
+from outcommit.store import FileInfo
+from outcommit.testing.conformance import leftovers, visible_files
+from outcommit.testing.faults import Fault, FaultInjectingStore
+from outcommit_gcs import GcsStore
+
+pytestmark = pytest.mark.gcs
+
+
+def http_503(message: str) -> BaseException:
+    from gcsfs.retry import HttpError
+
+    return HttpError({"code": 503, "message": message})
+
+
+def run(committer: Any, job: JobContext, tasks: int = 2, n: int = 2) -> tuple[list[dict], dict]:
+    messages, expected = [], {}
+    for index in range(tasks):
+        task = job.task_attempt(index)
+        committer.setup_task(task)
+        files = {f"p={index}/part-{index}-{i}.bin": f"task {index} file {i}".encode() for i in range(n)}
+        for rel, data in files.items():
+            with committer.filesystem(task).open(posixpath.join(committer.work_path(task), rel), "wb") as f:
+                f.write(data)
+        expected.update(files)
+        messages.append(committer.commit_task(task))
+    return messages, expected
+
+
+def test_manifest_is_the_default_and_v1_is_refused(gcs_root: str, gcs_config: dict) -> None:
+    for scheme in ("gs", "gcs"):
+        url = gcs_root.replace("gs://", f"{scheme}://", 1)
+        assert create_committer(url, gcs_config).name == "manifest"
+        with pytest.raises(UnsafeCommitterError, match=r"fs\.rename\.directory\.atomic") as refused:
+            create_committer(url, gcs_config, "v1")
+        assert "manifest" in refused.value.safe
+    info = describe_capabilities(gcs_root, gcs_config)
+    assert info["default_committer"] == "manifest"
+    assert info["capabilities"]["fs.rename.file.atomic"] is True
+    assert info["capabilities"]["fs.rename.directory.atomic"] is False
+
+
+def test_rename_is_copy_then_delete_and_keeps_the_content_hash(gcs_root: str, gcs_config: dict) -> None:
+    store = open_store(gcs_root, gcs_config)
+    assert isinstance(store, GcsStore)
+    root = store.strip(gcs_root)
+    store.write_bytes(f"{root}/a.txt", b"payload")
+    before = store.info(f"{root}/a.txt")
+    store.rename_file(f"{root}/a.txt", f"{root}/sub/b.txt")
+    after = store.info(f"{root}/sub/b.txt")
+    assert store.info(f"{root}/a.txt") is None
+    assert before is not None and after is not None and before.etag == after.etag
+    assert store.read_bytes(f"{root}/sub/b.txt") == b"payload"
+    store.write_bytes(f"{root}/c.txt", b"other")
+    with pytest.raises(FileExistsError):
+        store.rename_file(f"{root}/c.txt", f"{root}/sub/b.txt")
+    assert store.read_bytes(f"{root}/sub/b.txt") == b"payload"
+
+
+def test_rename_outcome_from_content_hash(gcs_root: str, gcs_config: dict) -> None:
+    store = open_store(gcs_root, gcs_config)
+    root = store.strip(gcs_root)
+    store.write_bytes(f"{root}/src", b"abc")
+    known = store.info(f"{root}/src")
+    assert known is not None and known.etag
+    assert store.rename_outcome(f"{root}/src", f"{root}/dst", known) == "not-done"
+    store.fs.cp_file(f"{root}/src", f"{root}/dst")  # the copy happened, the delete did not
+    assert store.rename_outcome(f"{root}/src", f"{root}/dst", known) == "done"
+    store.delete(f"{root}/src")
+    assert store.rename_outcome(f"{root}/src", f"{root}/dst", known) == "done"
+    store.write_bytes(f"{root}/dst", b"xyz")  # same size, other content: not this rename's copy
+    assert store.rename_outcome(f"{root}/src", f"{root}/dst", known) == "unknown"
+    store.delete(f"{root}/dst")
+    assert store.rename_outcome(f"{root}/src", f"{root}/dst", known) == "unknown"  # both gone
+
+
+def test_delete_failing_after_the_copy_is_recovered(gcs_root: str, gcs_config: dict,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store(gcs_root, gcs_config)
+    real_rm = store.fs.rm_file
+    failed: list[str] = []
+
+    def flaky_rm(path: str, **kwargs: Any) -> None:
+        if "/tasks/" in path and len(failed) < 2:
+            failed.append(path)
+            raise ConnectionError(f"connection reset deleting {path}")
+        real_rm(path, **kwargs)
+
+    monkeypatch.setattr(store.fs, "rm_file", flaky_rm)
+    committer = create_committer(gcs_root, gcs_config, "manifest", store=store)
+    job = JobContext(gcs_root, config=committer.config)
+    committer.setup_job(job)
+    messages, expected = run(committer, job)
+    summary = committer.commit_job(job, messages)
+    monkeypatch.undo()
+    assert len(failed) == 2 and summary.metrics["rename.recovered"] == 2
+    view = open_store(gcs_root, gcs_config)
+    assert visible_files(view, view.strip(gcs_root)) == expected
+    assert leftovers(view, view.strip(gcs_root)) == []
+
+
+def test_throttled_rewrite_is_retried_and_counted(gcs_root: str, gcs_config: dict) -> None:
+    faulty = FaultInjectingStore(open_store(gcs_root, gcs_config),
+                                 [Fault("rename_file", path_contains="/tasks/", times=2, error=http_503)])
+    committer = create_committer(gcs_root, gcs_config, "manifest", store=faulty)
+    job = JobContext(gcs_root, config=committer.config)
+    committer.setup_job(job)
+    messages, expected = run(committer, job)
+    summary = committer.commit_job(job, messages)
+    assert summary.metrics["store.throttled"] == 2
+    view = open_store(gcs_root, gcs_config)
+    assert visible_files(view, view.strip(gcs_root)) == expected
+
+
+class SameSizeCorruption(FaultInjectingStore):
+    """Renames, then overwrites one destination with other bytes of the same length."""
+
+    def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
+        self.inner.rename_file(src, dst, overwrite)
+        if dst.endswith("part-1-1.bin"):
+            self.inner.write_bytes(dst, b"TASK 1 FILE 1")
+
+
+def test_validation_catches_same_size_corruption_by_content_hash(gcs_root: str, gcs_config: dict) -> None:
+    store = SameSizeCorruption(open_store(gcs_root, gcs_config))
+    config = {**gcs_config, "outcommit.manifest.validate-output": "true"}
+    committer = create_committer(gcs_root, config, "manifest", store=store)
+    job = JobContext(gcs_root, config=committer.config)
+    committer.setup_job(job)
+    messages, _ = run(committer, job)
+    with pytest.raises(JobCommitError, match="etag"):
+        committer.commit_job(job, messages)
+
+
+def test_manifest_pointing_into_another_bucket_is_refused(gcs_root: str, gcs_config: dict,
+                                                          gcs_emulator: Any) -> None:
+    gcs_emulator.create_bucket("outcommit-other")
+    committer = create_committer(gcs_root, gcs_config, "manifest")
+    job = JobContext(gcs_root, config=committer.config)
+    committer.setup_job(job)
+    messages, _ = run(committer, job, tasks=1, n=1)
+    tampered = json.loads(json.dumps(messages[0]))
+    tampered["files"][0]["d"] = "gs://outcommit-other/stolen.bin"
+    with pytest.raises(JobCommitError, match="not inside the job's destination"):
+        committer.commit_job(job, [tampered])
+    store = open_store(gcs_root, gcs_config)
+    assert store.info("outcommit-other/stolen.bin") is None
+    assert visible_files(store, store.strip(gcs_root)) == {}
+    committer.abort_job(job)
+    assert leftovers(store, store.strip(gcs_root)) == []
+
+
+def test_content_hash_is_the_reported_etag(gcs_root: str, gcs_config: dict) -> None:
+    store = open_store(gcs_root, gcs_config)
+    path = store.strip(gcs_root) + "/x"
+    store.write_bytes(path, b"hello")
+    info = store.info(path)
+    assert isinstance(info, FileInfo) and info.etag == info.extra["md5Hash"]
