@@ -1,0 +1,267 @@
+"""The magic committer: tasks stream straight into pending multipart uploads.
+
+A task writes under ``<dest>/__magic_job-<jobId>/<jobAttempt>/tasks/<attemptId>/__base/``
+through the committer's filesystem. A file opened there becomes a multipart upload to
+the mapped final path (``<dest>/<path after __base>``), whose parts are uploaded as the
+writer fills them and which is never completed by the writer: on close the stream saves
+a ``.pending`` file (upload id, ordered etags) and a zero-byte marker at the path it was
+opened with. Nothing is visible in the destination until job commit completes the upload;
+nothing is copied or renamed, ever.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+from typing import Any
+
+import fsspec
+from fsspec.spec import AbstractBufferedFile
+from outcommit import capabilities as caps
+from outcommit.committer import is_inside, relative_to
+from outcommit.context import TaskAttemptContext
+from outcommit.errors import CorruptFileError, TaskCommitError
+
+from .commitbase import MultipartCommitter, parallel
+from .pending import PENDING_SUFFIX, PendingCommit, PendingSet, parse_commit, salvage_commits
+from .settings import DEFAULT_PART_SIZE
+
+MAGIC = "__magic"
+BASE = "__base"
+TASKS = "tasks"
+MARKER_LENGTH_HEADER = "x-hadoop-s3a-magic-data-length"
+
+
+def magic_destination(dest: str, path: str) -> str | None:
+    """Final path of a file written at ``path``, or None when ``path`` is not a magic path.
+
+    Everything from the ``__magic…`` component to ``__base`` inclusive is dropped.
+    """
+    if not is_inside(path, dest):
+        return None
+    parts = relative_to(path, dest).split("/")
+    for index, part in enumerate(parts):
+        if part.startswith(MAGIC):
+            if BASE not in parts[index:]:
+                return None
+            rest = parts[parts.index(BASE, index) + 1:]
+            if not rest:
+                return None
+            return posixpath.join(dest, *parts[:index], *rest)
+    return None
+
+
+class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
+    """A write stream whose data goes into one multipart upload that it never completes."""
+
+    def __init__(self, fs: MagicFileSystem, path: str, final_path: str, part_size: int) -> None:
+        super().__init__(fs, path, mode="wb", block_size=part_size, cache_type="none")
+        self.committer = fs.committer
+        self.task = fs.task
+        self.final_path = final_path
+        self.part_size = part_size
+        self.upload_id: str | None = None
+        self.etags: list[str] = []
+        self.length = 0
+
+    def _initiate_upload(self) -> None:
+        self.upload_id = self.committer.mp.initiate(self.final_path)
+
+    def _upload_chunk(self, final: bool = False) -> bool:
+        assert self.upload_id is not None
+        self.buffer.seek(0)
+        data = self.buffer.read()
+        mp = self.committer.mp
+        # Every part but the last must be >= 5 MiB: upload whole parts, keep the rest.
+        while len(data) >= self.part_size and (len(data) > self.part_size or not final):
+            chunk, data = data[:self.part_size], data[self.part_size:]
+            self.etags.append(mp.upload_part(self.final_path, self.upload_id, len(self.etags) + 1, chunk))
+            self.length += len(chunk)
+        if final:
+            if data or not self.etags:  # an empty file is one empty part
+                self.etags.append(mp.upload_part(self.final_path, self.upload_id, len(self.etags) + 1,
+                                                 data))
+                self.length += len(data)
+            self._save_pending()
+            data = b""
+        self.buffer = io.BytesIO()
+        self.buffer.write(data)
+        return False  # we manage the buffer ourselves
+
+    def _save_pending(self) -> None:
+        assert self.upload_id is not None
+        store = self.committer.store
+        bucket, _, key = self.final_path.partition("/")
+        commit = PendingCommit(bucket=bucket, key=key, upload_id=self.upload_id,
+                               etags=tuple(self.etags), length=self.length, job_id=self.task.job_id,
+                               task_id=self.task.task_id, filename=posixpath.basename(self.path))
+        try:
+            store.write_bytes(self.path + PENDING_SUFFIX, json.dumps(commit.to_dict()).encode())
+            put_marker = getattr(store, "put_marker", None)
+            if put_marker is not None:
+                put_marker(self.path, {MARKER_LENGTH_HEADER: str(self.length)})
+            else:
+                store.write_bytes(self.path, b"")
+        except BaseException:
+            self.committer.mp.abort(self.final_path, self.upload_id)
+            raise
+
+    def discard(self) -> None:
+        """Throw the data away: abort the upload, save nothing."""
+        if self.upload_id is not None:
+            try:
+                self.committer.mp.abort(self.final_path, self.upload_id)
+            except Exception:
+                self.committer.logger(self.task).warning("could not abort upload %s", self.upload_id,
+                                                         exc_info=True)
+        self.closed = True
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        # A writer that failed must not leave a .pending that a task commit would publish.
+        if exc_type is not None and not self.closed:
+            self.discard()
+        else:
+            self.close()
+
+
+class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
+    """The task's view of S3: magic paths become pending uploads, the rest is plain s3fs."""
+
+    protocol = ("s3", "s3a")
+    cachable = False  # one per committer and task, never shared through fsspec's cache
+
+    def __init__(self, committer: MagicCommitter, task: TaskAttemptContext,
+                 inner: fsspec.AbstractFileSystem, part_size: int) -> None:
+        super().__init__()
+        self.committer = committer
+        self.task = task
+        self.inner = inner
+        self.part_size = part_size
+
+    def _final(self, path: str) -> str | None:
+        return magic_destination(self.committer.dest, self._strip_protocol(path))
+
+    def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True,
+              cache_options: Any = None, **kwargs: Any) -> Any:
+        final = self._final(path)
+        if final is None or "r" in mode:
+            return self.inner.open(path, mode, block_size=block_size, **kwargs)
+        if "a" in mode:
+            raise ValueError(f"cannot append to {path}: files under __magic are write-once")
+        relative = relative_to(final, self.committer.dest)
+        if relative == "_SUCCESS" or relative.split("/")[0].startswith(MAGIC):
+            raise ValueError(f"{path} maps to {final}, which the committer reserves")
+        # A stale attempt writing after job commit or abort is refused before any upload starts.
+        self.committer.require_job(self.task.job, TaskCommitError)
+        return MagicUploadFile(self, self._strip_protocol(path), final, self.part_size)
+
+    # Directories do not exist on S3; creating one under __magic is a no-op.
+    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        if self._final(path + "/x") is None:
+            self.inner.mkdir(path, create_parents=create_parents, **kwargs)
+
+    def makedirs(self, path: str, exist_ok: bool = False) -> None:
+        if self._final(path + "/x") is None:
+            self.inner.makedirs(path, exist_ok=exist_ok)
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
+        return self.inner.ls(path, detail=detail, **kwargs)
+
+    def info(self, path: str, **kwargs: Any) -> Any:
+        return self.inner.info(path, **kwargs)
+
+    def find(self, path: str, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.find(path, *args, **kwargs)
+
+    def cat_file(self, path: str, start: Any = None, end: Any = None, **kwargs: Any) -> Any:
+        return self.inner.cat_file(path, start=start, end=end, **kwargs)
+
+    def rm_file(self, path: str) -> None:
+        self.inner.rm_file(path)
+
+    def rm(self, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:
+        self.inner.rm(path, recursive=recursive, maxdepth=maxdepth)
+
+    def rmdir(self, path: str) -> None:
+        """Nothing to remove on S3."""
+
+    def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
+        if self._final(path2) is not None:
+            raise ValueError("copy into a magic path is not supported: write the file instead")
+        self.inner.cp_file(path1, path2, **kwargs)
+
+    def modified(self, path: str) -> Any:
+        return self.inner.modified(path)
+
+    def invalidate_cache(self, path: str | None = None) -> None:
+        self.inner.invalidate_cache(path)
+
+
+class MagicCommitter(MultipartCommitter):
+    """S3A's magic committer: stream to pending multipart uploads, complete at job commit."""
+
+    name = "magic"
+    requires = (caps.MULTIPART_DELAYED_COMPLETION, caps.LISTING_CONSISTENT)
+    job_dir_prefix = f"{MAGIC}_job-"
+
+    def task_attempt_dir(self, task: TaskAttemptContext) -> str:
+        return self.store.join(self.job_attempt_dir(task.job), TASKS, task.attempt_id)
+
+    def work_path(self, task: TaskAttemptContext) -> str:
+        return self.store.join(self.task_attempt_dir(task), BASE)
+
+    def filesystem(self, task: TaskAttemptContext) -> fsspec.AbstractFileSystem:
+        settings = getattr(self.store, "settings", None)
+        part_size = getattr(settings, "part_size", DEFAULT_PART_SIZE)
+        return MagicFileSystem(self, task, self.store.fs, part_size)
+
+    def setup_task(self, task: TaskAttemptContext) -> None:
+        self.require_job(task.job, TaskCommitError)
+
+    def _pending_files(self, task: TaskAttemptContext) -> list[str]:
+        return [f.path for f in self.store.list_files(self.task_attempt_dir(task))
+                if f.path.endswith(PENDING_SUFFIX)]
+
+    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
+        return bool(self._pending_files(task))
+
+    def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
+        self.require_job(task.job, TaskCommitError)
+        expect = self.expectations(task.job)
+
+        def load(path: str) -> PendingCommit:
+            return parse_commit(self.store.load_json(path), self.store.url(path), expect)
+
+        outcomes = parallel(load, self._pending_files(task), self.threads)
+        commits = [c for _, c, e in outcomes if c is not None and e is None]
+        failed = [(p, e) for p, _, e in outcomes if e is not None]
+        if failed:
+            # Hadoop's rule: one unreadable .pending fails the task; abort what we know.
+            self.abort_task(task)
+            path, error = failed[0]
+            if isinstance(error, CorruptFileError):
+                raise error
+            raise TaskCommitError(f"task {task.attempt_id}: cannot load {self.store.url(path)}: "
+                                  f"{error}") from error
+        pendingset = PendingSet(job_id=task.job_id, task_id=task.task_id, attempt_id=task.attempt_id,
+                                commits=sorted(commits, key=lambda c: c.key), committer=self.name)
+        message = self.publish_task(task, pendingset)
+        self.store.delete(self.task_attempt_dir(task), recursive=True)
+        return message
+
+    def abort_task(self, task: TaskAttemptContext) -> None:
+        log = self.logger(task)
+        try:
+            expect = self.expectations(task.job)
+            commits: list[PendingCommit] = []
+            for path in self._pending_files(task):
+                try:
+                    commits.extend(salvage_commits(self.store.load_json(path), expect))
+                except (OSError, CorruptFileError):
+                    log.warning("unreadable %s: its upload is left to the job's cleanup", path)
+            self.abort_commits(task, commits)
+            self.abort_published(task)
+            self.store.delete(self.task_attempt_dir(task), recursive=True)
+        except Exception:  # abort never raises
+            log.warning("abort of task attempt %s failed", task.attempt_id, exc_info=True)

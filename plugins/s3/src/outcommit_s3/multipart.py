@@ -1,0 +1,142 @@
+"""S3 multipart uploads as the store's delayed-completion capability.
+
+One process initiates an upload and uploads its parts; another completes or aborts it
+later, knowing only the bucket, key, upload id and the ordered part etags. Completion
+is made idempotent here, which is what lets a job commit be repeated: completing an
+upload that is already complete is success, and ``NoSuchUpload`` is only a failure when
+the destination object does not carry the etag these exact parts produce.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from outcommit.errors import CommitError
+from outcommit.multipart import MultipartUploads, PendingUpload
+
+if TYPE_CHECKING:
+    from .store import S3Store
+
+log = logging.getLogger(__name__)
+
+MAX_PARTS = 10_000
+
+
+class UploadGoneError(CommitError):
+    """An upload is neither pending nor complete at its destination (aborted, or replaced)."""
+
+
+def error_code(exc: BaseException) -> tuple[str, int]:
+    """(S3 error code, HTTP status) of a botocore ClientError; ('', 0) for anything else."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return "", 0
+    code = str(response.get("Error", {}).get("Code", ""))
+    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    return code, status
+
+
+def multipart_etag(part_etags: Sequence[str]) -> str | None:
+    """The etag S3 gives an object completed from these parts (md5 of the part md5s, -N).
+
+    None when a part etag is not an MD5 (e.g. SSE-KMS): then no proof is possible.
+    """
+    try:
+        digests = b"".join(bytes.fromhex(e.strip('"')) for e in part_etags)
+    except ValueError:
+        return None
+    if len(digests) != 16 * len(part_etags):
+        return None
+    return f"{hashlib.md5(digests).hexdigest()}-{len(part_etags)}"
+
+
+def _parts(etags: Sequence[str]) -> list[dict[str, Any]]:
+    return [{"PartNumber": n, "ETag": f'"{e.strip(chr(34))}"'} for n, e in enumerate(etags, 1)]
+
+
+class S3MultipartUploads(MultipartUploads):
+    """Multipart operations of one S3 store, on store paths (``bucket/key``)."""
+
+    def __init__(self, store: S3Store) -> None:
+        self.store = store
+
+    @property
+    def client(self) -> Any:
+        return self.store.client
+
+    def initiate(self, path: str) -> str:
+        bucket, key = self.store.split(path)
+        response = self.client.create_multipart_upload(Bucket=bucket, Key=key)
+        return str(response["UploadId"])
+
+    def upload_part(self, path: str, upload_id: str, part_number: int, data: bytes) -> str:
+        if not 1 <= part_number <= MAX_PARTS:
+            raise ValueError(f"part number {part_number} outside 1..{MAX_PARTS}")
+        bucket, key = self.store.split(path)
+        response = self.client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id,
+                                           PartNumber=part_number, Body=data)
+        return str(response["ETag"]).strip('"')
+
+    def complete(self, path: str, upload_id: str, etags: Sequence[str],
+                 if_none_match: bool = False) -> str:
+        if not etags:
+            raise ValueError(f"upload {upload_id} to {path} has no parts")
+        bucket, key = self.store.split(path)
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key, "UploadId": upload_id,
+                                  "MultipartUpload": {"Parts": _parts(etags)}}
+        if if_none_match:
+            kwargs["IfNoneMatch"] = "*"
+        try:
+            response = self.client.complete_multipart_upload(**kwargs)
+            return str(response["ETag"]).strip('"')
+        except Exception as exc:
+            code, status = error_code(exc)
+            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
+                raise FileExistsError(f"{self.store.url(path)} exists (If-None-Match)") from exc
+            if not status:
+                raise
+            # NoSuchUpload (moto: 500): maybe an earlier try of this commit completed it.
+            expected = multipart_etag(etags)
+            current = self.store.info(path)
+            if expected is not None and current is not None and current.etag == expected:
+                log.info("upload %s to %s was already completed with these parts", upload_id,
+                         self.store.url(path))
+                return expected
+            raise UploadGoneError(
+                f"upload {upload_id} to {self.store.url(path)} could not be completed ({code or status})"
+                " and the object there does not hold its parts: the upload was aborted (by a job "
+                "abort, 'outcommit uploads abort' or a bucket lifecycle rule) or the object was "
+                "replaced") from exc
+
+    def abort(self, path: str, upload_id: str) -> bool:
+        bucket, key = self.store.split(path)
+        try:
+            self.client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+        except Exception as exc:
+            code, status = error_code(exc)
+            if code == "NoSuchUpload" or status == 404:
+                return False
+            raise
+        return True
+
+    def list_pending(self, directory: str) -> list[PendingUpload]:
+        bucket, key = self.store.split(directory.rstrip("/"))
+        # The trailing slash: 'out/dataset1/' must never match 'out/dataset10/...'.
+        prefix = f"{key.rstrip('/')}/" if key else ""
+        found: list[PendingUpload] = []
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        while True:
+            page = self.client.list_multipart_uploads(**kwargs)
+            for upload in page.get("Uploads", []) or []:
+                if not str(upload["Key"]).startswith(prefix):
+                    continue  # a store that ignores Prefix must not widen the blast radius
+                found.append(PendingUpload(path=f"{bucket}/{upload['Key']}",
+                                           upload_id=str(upload["UploadId"]),
+                                           initiated=upload.get("Initiated")))
+            if not page.get("IsTruncated"):
+                return found
+            kwargs["KeyMarker"] = page.get("NextKeyMarker", "")
+            kwargs["UploadIdMarker"] = page.get("NextUploadIdMarker", "")

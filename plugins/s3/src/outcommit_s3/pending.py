@@ -1,0 +1,216 @@
+"""``.pending`` (one upload) and ``.pendingset`` (one task's uploads) files.
+
+Field names are Hadoop's (SinglePendingCommit / PendingSet), so Hadoop's tooling can
+read them. Everything loaded is validated before a single upload is completed or
+aborted: a file on the store is input, and a tampered one must not make a job write,
+complete or abort anything outside its destination.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from outcommit.committer import is_hidden, relative_to
+from outcommit.errors import ContainmentError, CorruptFileError
+
+from .multipart import MAX_PARTS
+
+PENDING_SUFFIX = ".pending"
+PENDINGSET_SUFFIX = ".pendingset"
+VERSION = 2
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PendingCommit:
+    """One uploaded-but-not-completed object."""
+
+    bucket: str
+    key: str
+    upload_id: str
+    etags: tuple[str, ...]
+    length: int
+    job_id: str
+    task_id: str = ""
+    uri: str = ""
+    filename: str = ""
+    created: int = 0
+
+    @property
+    def path(self) -> str:
+        """Store path of the destination object."""
+        return f"{self.bucket}/{self.key}"
+
+    def to_dict(self) -> dict[str, Any]:
+        now = int(time.time() * 1000)
+        return {
+            "version": VERSION,
+            "filename": self.filename,
+            "uri": self.uri or f"s3a://{self.bucket}/{self.key}",
+            "bucket": self.bucket,
+            "destinationKey": self.key,
+            "uploadId": self.upload_id,
+            "created": self.created or now,
+            "saved": now,
+            "date": time.strftime("%a %b %d %H:%M:%S %Z %Y"),
+            "jobId": self.job_id,
+            "taskId": self.task_id,
+            "text": "",
+            "etags": list(self.etags),
+            "length": self.length,
+            "extraData": {},
+        }
+
+
+@dataclass
+class PendingSet:
+    """The uploads one task attempt committed."""
+
+    job_id: str
+    task_id: str
+    attempt_id: str
+    commits: list[PendingCommit] = field(default_factory=list)
+    committer: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "jobId": self.job_id,
+            "taskId": self.task_id,
+            "taskAttemptId": self.attempt_id,
+            "committer": self.committer,
+            "commits": [c.to_dict() for c in self.commits],
+            "extraData": {},
+        }
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_dict(), indent=1).encode("utf-8")
+
+    @property
+    def length(self) -> int:
+        return sum(c.length for c in self.commits)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What every loaded file must agree with: the job and its destination."""
+
+    job_id: str
+    destination: str            # store path, e.g. bucket/table
+    reserved: tuple[str, ...]   # top-level names inside the destination no commit may target
+
+
+def _field(data: Mapping[str, Any], name: str, kind: type, where: str, prefix: str = "") -> Any:
+    if name not in data:
+        raise CorruptFileError(where, prefix + name, "is missing")
+    value = data[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CorruptFileError(where, prefix + name,
+                               f"must be {kind.__name__}, found {type(value).__name__}")
+    return value
+
+
+def parse_commit(data: Any, where: str, expect: Expectations, prefix: str = "") -> PendingCommit:
+    """Validate one commit entry (a ``.pending`` file or one element of ``commits``)."""
+    if not isinstance(data, Mapping):
+        raise CorruptFileError(where, prefix.rstrip(".") or None, "is not a JSON object")
+    version = data.get("version", VERSION)
+    if version != VERSION:
+        raise CorruptFileError(where, prefix + "version", f"unsupported version {version!r}")
+    bucket = _field(data, "bucket", str, where, prefix)
+    key = _field(data, "destinationKey", str, where, prefix)
+    upload_id = _field(data, "uploadId", str, where, prefix)
+    etags = _field(data, "etags", list, where, prefix)
+    length = _field(data, "length", int, where, prefix)
+    job_id = _field(data, "jobId", str, where, prefix)
+    if not upload_id.strip():
+        raise CorruptFileError(where, prefix + "uploadId", "is empty")
+    if not 1 <= len(etags) <= MAX_PARTS:
+        raise CorruptFileError(where, prefix + "etags",
+                               f"has {len(etags)} parts; part numbers must be 1..{MAX_PARTS}")
+    if not all(isinstance(e, str) and e.strip('"') for e in etags):
+        raise CorruptFileError(where, prefix + "etags", "every part etag must be a non-empty string")
+    if length < 0:
+        raise CorruptFileError(where, prefix + "length", f"is negative ({length})")
+    if job_id != expect.job_id:
+        raise CorruptFileError(where, prefix + "jobId",
+                               f"belongs to job {job_id!r}, not {expect.job_id!r}")
+    dest_bucket = expect.destination.partition("/")[0]
+    if bucket != dest_bucket:
+        raise CorruptFileError(where, prefix + "bucket",
+                               f"names bucket {bucket!r}; the job writes to bucket {dest_bucket!r}")
+    uri = data.get("uri", "")
+    if uri and uri.split("://", 1)[-1] != f"{bucket}/{key}":
+        raise CorruptFileError(where, prefix + "uri", f"{uri!r} disagrees with bucket/destinationKey")
+    try:
+        relative = relative_to(f"{bucket}/{key}", expect.destination)
+    except ContainmentError:
+        raise CorruptFileError(where, prefix + "destinationKey",
+                               f"{key!r} is outside the job's destination {expect.destination}") from None
+    top = relative.split("/", 1)[0]
+    if top in expect.reserved or any(top.startswith(r) for r in expect.reserved if r.endswith("-")) \
+            or relative == "_SUCCESS":
+        raise CorruptFileError(where, prefix + "destinationKey",
+                               f"{key!r} targets the committer's own area {top!r}")
+    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id,
+                         etags=tuple(e.strip('"') for e in etags), length=length, job_id=job_id,
+                         task_id=str(data.get("taskId", "")), uri=str(uri),
+                         filename=str(data.get("filename", "")), created=int(data.get("created") or 0))
+
+
+def parse_pendingset(data: Any, where: str, expect: Expectations) -> PendingSet:
+    """Validate a whole ``.pendingset`` (or a task commit message carrying one)."""
+    if not isinstance(data, Mapping):
+        raise CorruptFileError(where, None, "is not a JSON object")
+    version = data.get("version")
+    if version != VERSION:
+        raise CorruptFileError(where, "version", f"unsupported version {version!r} (expected {VERSION})")
+    job_id = _field(data, "jobId", str, where)
+    if job_id != expect.job_id:
+        raise CorruptFileError(where, "jobId", f"belongs to job {job_id!r}, not {expect.job_id!r}")
+    task_id = _field(data, "taskId", str, where)
+    commits_data = _field(data, "commits", list, where)
+    commits = [parse_commit(c, where, expect, f"commits[{i}].") for i, c in enumerate(commits_data)]
+    check_unique(commits, where)
+    return PendingSet(job_id=job_id, task_id=task_id, attempt_id=str(data.get("taskAttemptId", "")),
+                      commits=commits, committer=str(data.get("committer", "")))
+
+
+def check_unique(commits: Iterable[PendingCommit], where: str) -> None:
+    """Two uploads to one key: one would silently replace the other."""
+    seen: dict[str, str] = {}
+    for commit in commits:
+        if commit.path in seen:
+            raise CorruptFileError(where, "destinationKey",
+                                   f"{commit.key!r} is the destination of two uploads "
+                                   f"({seen[commit.path]} and {commit.upload_id})")
+        seen[commit.path] = commit.upload_id
+
+
+def salvage_commits(data: Any, expect: Expectations) -> list[PendingCommit]:
+    """The individually valid, contained commits of a corrupt file (so an abort can abort them)."""
+    entries = data.get("commits") if isinstance(data, Mapping) else None
+    if entries is None and isinstance(data, Mapping):
+        entries = [data]  # a single .pending
+    found = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping):
+            entry = {**entry, "jobId": expect.job_id, "version": VERSION}
+        try:
+            found.append(parse_commit(entry, "salvage", expect))
+        except CorruptFileError:
+            continue
+    return found
+
+
+def is_hidden_path(relative: str) -> bool:
+    return any(is_hidden(p) for p in relative.split("/"))

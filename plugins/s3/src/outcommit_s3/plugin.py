@@ -1,0 +1,37 @@
+"""Entry point of the ``outcommit-s3`` distribution."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from outcommit import CommitterSpec, Config, StoreSpec, hookimpl
+
+from . import settings
+from .store import S3_CAPABILITIES
+
+
+def _make_store(url: str, config: Config):  # type: ignore[no-untyped-def]
+    from .store import S3Store
+
+    return S3Store(url, config)
+
+
+@hookimpl
+def register_stores(register: Callable[..., None]) -> None:
+    register(StoreSpec(("s3", "s3a"), _make_store, "magic", S3_CAPABILITIES,
+                       "Amazon S3 and compatibles (s3fs + boto3): multipart uploads, no rename"))
+
+
+@hookimpl
+def register_committers(register: Callable[..., None]) -> None:
+    from .magic import MagicCommitter
+    from .staging import DirectoryStagingCommitter, PartitionedStagingCommitter
+
+    for committer in (MagicCommitter, DirectoryStagingCommitter, PartitionedStagingCommitter):
+        register(CommitterSpec.for_class(committer))
+
+
+@hookimpl
+def register_config_keys(register: Callable[[str, str], None]) -> None:
+    for key, description in settings.KEYS.items():
+        register(key, description)

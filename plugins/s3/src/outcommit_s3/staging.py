@@ -1,0 +1,171 @@
+"""The staging committers (Netflix's): write locally, upload at task commit, complete at job commit.
+
+A task writes to a local directory. Task commit uploads every file as a multipart upload
+that it does not complete, and publishes the task's pendingset twice: as its commit
+message, and in a consistent shared directory (the destination's ``__staging_job-<jobId>``
+or ``outcommit.s3.staging.shared-dir``) where an exclusive create and the claim rules of
+:mod:`outcommit_s3.commitbase` make exactly one attempt per task the committed one.
+
+``directory`` applies the conflict mode to the whole destination; ``partitioned`` only to
+the partition directories the job writes (dynamic partition overwrite with ``replace``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import fsspec
+from outcommit import capabilities as caps
+from outcommit.context import JobContext, TaskAttemptContext
+from outcommit.errors import TaskCommitError
+from outcommit.store import Store
+
+from .commitbase import MultipartCommitter, parallel
+from .pending import PendingCommit, PendingSet
+from .settings import DEFAULT_PART_SIZE, STAGING_DIR, STAGING_SHARED_DIR, setting
+
+UNIQUE_FILENAMES = "outcommit.committer.unique-filenames"
+
+
+def add_unique(name: str, unique: str) -> str:
+    """``part-0001.snappy.parquet`` -> ``part-0001-<unique>.snappy.parquet`` (Hadoop's rule)."""
+    dot = name.find(".", 1)
+    return f"{name}-{unique}" if dot < 0 else f"{name[:dot]}-{unique}{name[dot:]}"
+
+
+class StagingCommitter(MultipartCommitter):
+    """Shared logic of ``directory`` and ``partitioned``."""
+
+    job_dir_prefix = "__staging_job-"
+
+    def __init__(self, destination: str, store: Store, config: Any = None) -> None:
+        super().__init__(destination, store, config)
+        self.unique_filenames = self.config.get_bool(UNIQUE_FILENAMES, True)
+        self.local_root = os.path.join(setting(self.config, STAGING_DIR) or tempfile.gettempdir(),
+                                       "outcommit-staging")
+        shared = self.config.get_str(STAGING_SHARED_DIR)
+        self._shared_url = shared
+        self._shared: Store | None = None
+
+    # -- the shared directory of pendingsets -------------------------------------------------------
+    @property
+    def meta(self) -> Store:
+        if self._shared_url is None:
+            return self.store
+        if self._shared is None:
+            from outcommit.factory import open_store
+
+            self._shared = open_store(self._shared_url, self.config)
+        return self._shared
+
+    def job_root(self, job_id: str) -> str:
+        if self._shared_url is None:
+            return super().job_root(job_id)
+        return self.meta.join(self.meta.strip(self._shared_url), f"{self.job_dir_prefix}{job_id}")
+
+    # -- local task output -----------------------------------------------------------------------------
+    def local_job_dir(self, job: JobContext) -> str:
+        return os.path.join(self.local_root, job.job_id)
+
+    def work_path(self, task: TaskAttemptContext) -> str:
+        return os.path.join(self.local_job_dir(task.job), task.attempt_id)
+
+    def filesystem(self, task: TaskAttemptContext) -> fsspec.AbstractFileSystem:
+        return fsspec.filesystem("file", auto_mkdir=True)
+
+    def setup_task(self, task: TaskAttemptContext) -> None:
+        self.require_job(task.job, TaskCommitError)
+        os.makedirs(self.work_path(task), exist_ok=True)
+
+    def _local_files(self, task: TaskAttemptContext) -> list[tuple[str, str]]:
+        """(local path, relative path) of the task's data files; hidden names are skipped."""
+        root = self.work_path(task)
+        found = []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+            for name in files:
+                if name.startswith(("_", ".")):
+                    continue  # checksums, markers: not data
+                full = os.path.join(folder, name)
+                found.append((full, os.path.relpath(full, root).replace(os.sep, "/")))
+        return sorted(found, key=lambda f: f[1])
+
+    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
+        return bool(self._local_files(task))
+
+    def final_path(self, task: TaskAttemptContext, relative: str) -> str:
+        folder, _, name = relative.rpartition("/")
+        if self.unique_filenames:
+            name = add_unique(name, task.job_id)
+        return self.dest_path(f"{folder}/{name}" if folder else name)
+
+    def _upload(self, task: TaskAttemptContext, local: str, final: str,
+                started: list[PendingCommit]) -> PendingCommit:
+        settings = getattr(self.store, "settings", None)
+        part_size = getattr(settings, "part_size", DEFAULT_PART_SIZE)
+        upload_id = self.mp.initiate(final)
+        bucket, _, key = final.partition("/")
+        commit = PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=(), length=0,
+                               job_id=task.job_id, task_id=task.task_id,
+                               filename=os.path.basename(local))
+        started.append(commit)  # known from now on: aborted if anything below fails
+        etags: list[str] = []
+        length = 0
+        with open(local, "rb") as source:
+            while True:
+                chunk = source.read(part_size)
+                if not chunk and etags:
+                    break
+                etags.append(self.mp.upload_part(final, upload_id, len(etags) + 1, chunk))
+                length += len(chunk)
+                if len(chunk) < part_size:
+                    break
+        return PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=tuple(etags),
+                             length=length, job_id=task.job_id, task_id=task.task_id,
+                             filename=os.path.basename(local))
+
+    def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
+        self.require_job(task.job, TaskCommitError)
+        files = [(local, self.final_path(task, relative)) for local, relative in self._local_files(task)]
+        started: list[PendingCommit] = []
+        outcomes = parallel(lambda f: self._upload(task, f[0], f[1], started), files, self.threads)
+        failed = [(f, e) for f, _, e in outcomes if e is not None]
+        if failed:
+            self.abort_commits(task, started)
+            (local, final), error = failed[0]
+            raise TaskCommitError(f"task {task.attempt_id}: upload of {local} to "
+                                  f"{self.store.url(final)} failed: {error}") from error
+        pendingset = PendingSet(job_id=task.job_id, task_id=task.task_id, attempt_id=task.attempt_id,
+                                commits=[c for _, c, _ in outcomes if c is not None], committer=self.name)
+        message = self.publish_task(task, pendingset)
+        shutil.rmtree(self.work_path(task), ignore_errors=True)
+        return message
+
+    def abort_task(self, task: TaskAttemptContext) -> None:
+        try:
+            self.abort_published(task)
+        except Exception:  # abort never raises
+            self.logger(task).warning("abort of task attempt %s failed", task.attempt_id, exc_info=True)
+        shutil.rmtree(self.work_path(task), ignore_errors=True)
+
+    def cleanup_local(self, job: JobContext) -> None:
+        shutil.rmtree(self.local_job_dir(job), ignore_errors=True)
+
+
+class DirectoryStagingCommitter(StagingCommitter):
+    """Netflix's staging committer; the conflict mode applies to the whole destination."""
+
+    name = "directory"
+
+
+class PartitionedStagingCommitter(StagingCommitter):
+    """Netflix's staging committer; the conflict mode applies only to the partitions written."""
+
+    name = "partitioned"
+    capabilities = StagingCommitter.capabilities.with_(caps.DYNAMIC_PARTITION_OVERWRITE)
+
+    def conflict_scope(self) -> str:
+        return "partitions"
