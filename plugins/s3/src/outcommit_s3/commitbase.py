@@ -64,6 +64,9 @@ PENDINGSETS = "pendingsets"
 CLAIM = "_claim.json"
 ALLOWED = "_allowed.json"
 
+# Job directories of every committer here: a live one means another job is writing.
+JOB_DIR_PREFIXES = ("__magic_job-", "__staging_job-")
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -435,6 +438,12 @@ class MultipartCommitter(Committer):
 
     def abort_pending_under_destination(self, job: JobContext) -> int:
         """Abort every pending upload under the destination *directory* (never an adjacent prefix)."""
+        others = self.other_active_jobs(job)
+        if others:
+            # Another driver is writing here: its uploads are not ours to abort.
+            self.logger(job).info("not aborting other pending uploads under %s: jobs %s are active "
+                                  "there", self.destination, ", ".join(others[:3]))
+            return 0
         pending = [p for p in self.mp.list_pending(self.dest + "/") if _inside(p.path, self.dest)]
         outcomes = parallel(lambda p: self.mp.abort(p.path, p.upload_id), pending, self.threads)
         count = sum(1 for _, ok, _ in outcomes if ok)
@@ -445,6 +454,12 @@ class MultipartCommitter(Committer):
         if count:
             self.logger(job).info("aborted %d other pending uploads under %s", count, self.destination)
         return count
+
+    def other_active_jobs(self, job: JobContext) -> list[str]:
+        """Job directories of other magic/staging jobs under the destination (live jobs)."""
+        own = f"{self.job_dir_prefix}{job.job_id}"
+        return [c.name for c in self.store.list_dir(self.dest)
+                if c.is_dir and c.name.startswith(JOB_DIR_PREFIXES) and c.name != own]
 
     def known_commits(self, job: JobContext) -> list[PendingCommit]:
         """Every upload of the job that a file identifies, corrupt files included (best effort)."""

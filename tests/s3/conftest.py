@@ -1,0 +1,31 @@
+"""Fixtures of the S3 tests: one moto server over HTTP per session, a fresh prefix per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from outcommit_s3.embedded import EmbeddedS3, start_moto_server
+
+BUCKET = "outcommit-test"
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[EmbeddedS3]:
+    server = start_moto_server([BUCKET], max_attempts=1)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_config(s3_server: EmbeddedS3, tmp_path) -> dict[str, Any]:
+    return {**s3_server.config, "outcommit.committer.threads": "4",
+            "outcommit.s3.staging.tmp-dir": str(tmp_path / "staging")}
+
+
+@pytest.fixture
+def s3_root() -> str:
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}"
