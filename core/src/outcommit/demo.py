@@ -161,14 +161,26 @@ class DemoStore:
 
 
 def _plugin(kind: str) -> Any:
-    module = {"s3": "outcommit_s3", "azure": "outcommit_azure", "gcs": "outcommit_gcs"}[kind]
-    try:
-        return importlib.import_module(f"{module}.embedded")
-    except ImportError as exc:
-        raise SystemExit(f"outcommit demo --store {kind} needs the {module.replace('_', '-')} plugin "
-                         f"with its embedded server: pip install 'outcommit-{kind}[embedded]' "
-                         f"(in this repository: pip install -e 'plugins/{kind}[embedded]'). ({exc})") \
-            from None
+    """The plugin module that can start an embedded server for ``kind``."""
+    package = {"s3": "outcommit_s3", "azure": "outcommit_azure", "gcs": "outcommit_gcs"}[kind]
+    problem = ""
+    for module in ("embedded", "emulator", "azurite"):
+        try:
+            return importlib.import_module(f"{package}.{module}")
+        except ImportError as exc:
+            problem = problem or str(exc)
+    raise SystemExit(f"outcommit demo --store {kind} needs the outcommit-{kind} plugin with its "
+                     f"embedded server: pip install 'outcommit-{kind}[embedded]' (in this repository: "
+                     f"pip install -e 'plugins/{kind}[embedded]'). ({problem})")
+
+
+def _value(obj: Any, *names: str) -> Any:
+    """The first attribute of ``names`` that exists (called if it is a method)."""
+    for name in names:
+        value = getattr(obj, name, None)
+        if value is not None:
+            return value() if callable(value) else value
+    return None
 
 
 def start_store(kind: str, dest: str | None) -> DemoStore:
@@ -179,39 +191,33 @@ def start_store(kind: str, dest: str | None) -> DemoStore:
                          stop=lambda: shutil.rmtree(workdir, ignore_errors=True),
                          reach=[f"output directory: {workdir}"], description="local directory")
     embedded = _plugin(kind)
-    if kind == "s3":
-        server = embedded.start_moto_server()
-        bucket = "outcommit-demo"
-        _make_s3_bucket(server, bucket)
-        reach = [f"S3 endpoint: {server.endpoint_url}  (moto; any access key/secret works)",
-                 f"bucket:      s3://{bucket}/",
-                 f"list it:     outcommit uploads list s3://{bucket}/ "
-                 + " ".join(f"--conf {k}={v}" for k, v in sorted(server.config.items())
-                            if "endpoint" in k)]
-        return DemoStore("s3", dest or f"s3://{bucket}/{name}", dict(server.config), server.stop,
-                         reach, f"embedded S3 (moto server at {server.endpoint_url})")
-    starter = next(getattr(embedded, n) for n in dir(embedded) if n.startswith("start_"))
+    starter = next(getattr(embedded, n) for n in sorted(dir(embedded)) if n.startswith("start_"))
     server = starter()
     container = "outcommit-demo"
-    make = getattr(server, "make_container", None) or getattr(server, "make_bucket", None)
+    config = {str(k): str(v) for k, v in (_value(server, "config") or {}).items()}
+    endpoint = _value(server, "endpoint_url", "endpoint") or "?"
+    make = next((getattr(server, n) for n in ("create_bucket", "create_container", "make_container")
+                 if hasattr(server, n)), None)
     if make is not None:
         make(container)
-    scheme = "abfs" if kind == "azure" else "gs"
-    endpoint = getattr(server, "endpoint_url", "")
-    return DemoStore(kind, dest or f"{scheme}://{container}/{name}", dict(server.config), server.stop,
-                     [f"endpoint: {endpoint}", f"container/bucket: {container}"],
-                     f"embedded {kind} emulator at {endpoint}")
+    elif kind == "s3":
+        _make_s3_bucket(config, container)
+    scheme = {"s3": "s3", "azure": "abfs", "gcs": "gs"}[kind]
+    reach = [f"endpoint:    {endpoint}",
+             f"destination: {scheme}://{container}/{name}",
+             "config:      " + " ".join(f"--conf {k}={v}" for k, v in sorted(config.items()))]
+    if kind == "s3":
+        reach.append(f"e.g.:        outcommit success s3://{container}/{name} "
+                     + " ".join(f"--conf {k}={v}" for k, v in sorted(config.items())))
+    label = {"s3": "embedded S3 (moto server", "azure": "Azurite (", "gcs": "GCS emulator ("}[kind]
+    return DemoStore(kind, dest or f"{scheme}://{container}/{name}", config, server.stop, reach,
+                     f"{label} at {endpoint})")
 
 
-def _make_s3_bucket(server: Any, bucket: str) -> None:
-    make = getattr(server, "make_bucket", None) or getattr(server, "create_bucket", None)
-    if make is not None:
-        make(bucket)
-        return
-    from outcommit import open_store
+def _make_s3_bucket(config: dict[str, str], bucket: str) -> None:
+    from .factory import open_store
 
-    store = open_store(f"s3://{bucket}/", server.config)
-    store.fs.mkdir(bucket)
+    open_store(f"s3://{bucket}/", config).fs.mkdir(bucket)
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -354,6 +360,9 @@ def main(args: argparse.Namespace) -> int:
               f"in {outcome['elapsed']:.1f}s ({engine} engine)")
         if "spark.task.retries" in metrics:
             print(f"task retries:     {metrics['spark.task.retries']} (the injected mid-write failure)")
+        if metrics.get("uploads.aborted.other"):
+            print(f"leftovers:        {metrics['uploads.aborted.other']} upload(s) of failed attempts "
+                  "aborted at job commit")
         print("pending uploads:  " + ("n/a (store has no multipart uploads)" if pending is None
                                       else f"{pending} left under the destination"))
         print(f"_SUCCESS:         success={report.success} job={report.jobId} "
