@@ -1,0 +1,28 @@
+"""Entry point of the ``outcommit-azure`` distribution."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from outcommit import Config, StoreSpec, hookimpl
+
+from .store import BLOB_CAPABILITIES, CONFIG_KEYS, AzureStore
+
+
+def _make(url: str, config: Config) -> AzureStore:
+    return AzureStore(url, config)
+
+
+@hookimpl
+def register_stores(register: Callable[..., None]) -> None:
+    # The declared set is the Blob account's (the weaker one); an instance measures its
+    # account and adds atomic directory rename and etag-preserving rename under HNS.
+    register(StoreSpec(("abfs", "abfss", "az"), _make, "manifest", BLOB_CAPABILITIES,
+                       "Azure Storage via adlfs: Blob accounts (copy-based rename) and "
+                       "hierarchical-namespace accounts (atomic rename); manifest by default"))
+
+
+@hookimpl
+def register_config_keys(register: Callable[[str, str], None]) -> None:
+    for key, description in CONFIG_KEYS.items():
+        register(key, description)
