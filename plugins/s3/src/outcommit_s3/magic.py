@@ -18,6 +18,7 @@ from typing import Any
 
 import fsspec
 from fsspec.spec import AbstractBufferedFile
+
 from outcommit import capabilities as caps
 from outcommit.committer import is_inside, relative_to
 from outcommit.context import TaskAttemptContext

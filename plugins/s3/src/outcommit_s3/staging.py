@@ -18,6 +18,7 @@ import tempfile
 from typing import Any
 
 import fsspec
+
 from outcommit import capabilities as caps
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import TaskCommitError

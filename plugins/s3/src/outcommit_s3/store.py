@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import fsspec
+
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.config import Config

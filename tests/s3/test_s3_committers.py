@@ -1,0 +1,311 @@
+"""S3-specific behaviour of magic, directory and partitioned on the moto server."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+
+import pytest
+
+import outcommit
+from outcommit import CorruptFileError, JobContext
+from outcommit.cli import main as cli_main
+from outcommit.errors import CommitError, DestinationExistsError
+from outcommit.testing.conformance import leftovers, visible_files
+
+pytestmark = pytest.mark.s3
+
+MiB = 1024 * 1024
+COMMITTERS = ["magic", "directory", "partitioned"]
+
+
+def write(committer, task, files):
+    fs, base = committer.filesystem(task), committer.work_path(task)
+    for rel, data in files.items():
+        with fs.open(posixpath.join(base, rel), "wb") as f:
+            f.write(data)
+
+
+def run_task(committer, job, index, files, attempt=0):
+    task = job.task_attempt(index, attempt)
+    committer.setup_task(task)
+    write(committer, task, files)
+    return committer.commit_task(task)
+
+
+def start(url, config, name, **extra):
+    committer = outcommit.create_committer(url, {**config, **extra}, name)
+    job = JobContext(url, config=committer.config)
+    committer.setup_job(job)
+    return committer, job
+
+
+@pytest.fixture
+def config(s3_config):
+    return {**s3_config, "outcommit.committer.unique-filenames": "false"}
+
+
+@pytest.mark.parametrize("name", COMMITTERS)
+def test_nothing_exists_before_job_commit_and_nothing_pends_after(name, config, s3_root):
+    url = f"{s3_root}/table"
+    committer, job = start(url, config, name)
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    messages = [run_task(committer, job, i, {f"p={i}/f.bin": bytes([i]) * 1000}) for i in range(3)]
+    for i in range(3):
+        assert store.info(f"{dest}/p={i}/f.bin") is None  # HEAD 404 while the upload is pending
+    assert len(store.multipart().list_pending(dest)) == 3
+    committer.commit_job(job, messages)
+    assert visible_files(store, dest) == {f"p={i}/f.bin": bytes([i]) * 1000 for i in range(3)}
+    assert leftovers(store, dest) == []
+    assert [f.name for f in store.list_dir(dest) if f.name.startswith("__")] == []
+
+
+@pytest.mark.parametrize("name", COMMITTERS)
+def test_multi_part_files_and_empty_files(name, config, s3_root):
+    url = f"{s3_root}/big"
+    committer, job = start(url, config, name, **{"outcommit.s3.multipart.part-size": str(5 * MiB)})
+    big = bytes(range(256)) * (12 * MiB // 256) + b"tail"
+    empty_task = job.task_attempt(1)
+    committer.setup_task(empty_task)
+    assert not committer.needs_task_commit(empty_task)
+    messages = [run_task(committer, job, 0, {"big.bin": big, "empty.bin": b""}),
+                committer.commit_task(empty_task)]
+    parts = {c["destinationKey"].rsplit("/", 1)[1]: len(c["etags"]) for c in messages[0]["commits"]}
+    assert parts == {"big.bin": 3, "empty.bin": 1}
+    committer.commit_job(job, messages)
+    store = outcommit.open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {"big.bin": big, "empty.bin": b""}
+    assert leftovers(store, store.strip(url)) == []
+
+
+def test_magic_writes_parquet_and_pandas_through_its_filesystem(config, s3_root):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pd = pytest.importorskip("pandas")
+    url = f"{s3_root}/pq"
+    committer, job = start(url, config, "magic")
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    fs, base = committer.filesystem(task), committer.work_path(task)
+    table = pa.table({"a": list(range(1000)), "b": [str(i) for i in range(1000)]})
+    pq.write_table(table, f"{base}/year=2024/part-0.parquet", filesystem=fs)
+    with fs.open(f"{base}/frame.csv", "w") as f:
+        pd.DataFrame({"x": [1, 2]}).to_csv(f, index=False)
+    committer.commit_job(job, [committer.commit_task(task)])
+    store = outcommit.open_store(url, config)
+    assert pq.read_table(f"{store.strip(url)}/year=2024/part-0.parquet", filesystem=store.fs).equals(table)
+    assert store.read_bytes(f"{store.strip(url)}/frame.csv") == b"x\n1\n2\n"
+
+
+def test_magic_pending_file_uses_hadoop_fields(config, s3_root):
+    url = f"{s3_root}/fields"
+    committer, job = start(url, config, "magic")
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    write(committer, task, {"d/a.txt": b"abc"})
+    store = committer.store
+    magic_path = f"{committer.work_path(task)}/d/a.txt"
+    pending = store.load_json(magic_path + ".pending")
+    for key in ("uri", "bucket", "destinationKey", "uploadId", "etags", "length", "jobId", "taskId"):
+        assert key in pending
+    assert pending["destinationKey"].endswith("/fields/d/a.txt") and pending["length"] == 3
+    assert store.info(magic_path).size == 0  # the zero-byte marker
+    committer.abort_job(job)
+
+
+def test_staging_unique_filenames_by_default(s3_config, s3_root):
+    url = f"{s3_root}/uniq"
+    committer, job = start(url, s3_config, "directory")
+    committer.commit_job(job, [run_task(committer, job, 0, {"part-0.snappy.parquet": b"x"})])
+    store = outcommit.open_store(url, s3_config)
+    assert list(visible_files(store, store.strip(url))) == [f"part-0-{job.job_id}.snappy.parquet"]
+
+
+# -- attempts ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_stale_attempt_finishing_late_does_not_change_discovery(name, config, s3_root):
+    url = f"{s3_root}/stale"
+    committer, job = start(url, config, name)
+    run_task(committer, job, 0, {"a.txt": b"first"}, attempt=0)
+    run_task(committer, job, 0, {"a.txt": b"late", "late-only.txt": b"x"}, attempt=1)
+    committer.commit_job(job)  # discovery: the first attempt to commit holds the task
+    store = outcommit.open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {"a.txt": b"first"}
+    assert leftovers(store, store.strip(url)) == []
+
+
+@pytest.mark.parametrize("name", ["magic", "partitioned"])
+def test_driver_allowed_retry_after_failed_commit_hadoop_17258(name, config, s3_root):
+    url = f"{s3_root}/retry"
+    committer, job = start(url, config, name)
+    run_task(committer, job, 0, {"a.txt": b"attempt 0"}, attempt=0)  # then its process dies
+    retry = job.task_attempt(0, 1)
+    committer.allow_task_commit(retry)  # the driver gives the task to attempt 1
+    committer.setup_task(retry)
+    write(committer, retry, {"a.txt": b"attempt 1"})
+    committer.commit_task(retry)  # succeeds although attempt 0's pendingset exists
+    committer.commit_job(job)
+    store = outcommit.open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {"a.txt": b"attempt 1"}
+    assert leftovers(store, store.strip(url)) == []
+
+
+def test_large_task_message_is_a_checked_reference(config, s3_root):
+    url = f"{s3_root}/ref"
+    committer, job = start(url, config, "magic", **{"outcommit.s3.message.inline-commits": "1"})
+    message = run_task(committer, job, 0, {"a.txt": b"a", "b.txt": b"b"})
+    assert "commits" not in message and message["files"] == 2
+    json.dumps(message)
+    # Someone rewrites the published pendingset after task commit: the digest catches it.
+    path = committer.store.strip(message["pendingset"])
+    data = committer.store.load_json(path)
+    data["commits"] = data["commits"][:1]
+    committer.store.write_bytes(path, json.dumps(data).encode())
+    with pytest.raises(CorruptFileError, match="sha256"):
+        committer.commit_job(job, [message])
+    committer.abort_job(job)
+    store = outcommit.open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {} and leftovers(store, store.strip(url)) == []
+
+
+# -- corrupt and tampered files ------------------------------------------------------------------------
+def _published(committer, job):
+    root = committer.meta.join(committer.job_attempt_dir(job), "pendingsets")
+    return [f.path for f in committer.meta.list_files(root) if f.path.endswith(".pendingset")]
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_corrupt_pendingset_fails_commit_naming_file_and_field(name, config, s3_root):
+    url = f"{s3_root}/corrupt"
+    committer, job = start(url, config, name)
+    run_task(committer, job, 0, {"a.txt": b"a"})
+    run_task(committer, job, 1, {"b.txt": b"b"})
+    victim = _published(committer, job)[0]
+    data = committer.meta.load_json(victim)
+    data["commits"][0]["etags"] = []
+    committer.meta.write_bytes(victim, json.dumps(data).encode())
+    with pytest.raises(CorruptFileError) as failure:
+        committer.commit_job(job)
+    assert failure.value.field == "commits[0].etags" and victim.rsplit("/", 1)[1] in str(failure.value)
+    store = outcommit.open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {}
+    committer.abort_job(job)
+    assert leftovers(store, store.strip(url)) == []
+
+
+def test_unparseable_pendingset_and_abort_still_aborts_everything(config, s3_root):
+    url = f"{s3_root}/garbage"
+    committer, job = start(url, config, "magic", **{"outcommit.s3.abort-pending-uploads": "false"})
+    run_task(committer, job, 0, {"a.txt": b"a"})
+    run_task(committer, job, 1, {"b.txt": b"b"})
+    victim = _published(committer, job)[0]
+    committer.meta.write_bytes(victim, b"{not json")
+    with pytest.raises(CorruptFileError):
+        committer.commit_job(job)
+    committer.abort_job(job)
+    store = outcommit.open_store(url, config)
+    # The unreadable file's upload is left (nothing identifies it) but the readable one is aborted.
+    assert len(store.multipart().list_pending(store.strip(url))) == 1
+    assert outcommit.create_committer(url, config, "magic").abort_pending_under_destination(job) == 1
+
+
+@pytest.mark.parametrize("field,value,problem", [
+    ("destinationKey", "../elsewhere/x.txt", "outside"),
+    ("bucket", "another-bucket", "bucket"),
+    ("destinationKey", "__magic_job-x/evil", "own area"),
+])
+def test_tampered_destination_is_refused(field, value, problem, config, s3_root):
+    url = f"{s3_root}/tamper"
+    committer, job = start(url, config, "magic")
+    message = run_task(committer, job, 0, {"a.txt": b"a"})
+    commit = message["commits"][0]
+    if field == "destinationKey":
+        prefix = commit["destinationKey"].rsplit("/", 1)[0]
+        value = posixpath.normpath(f"{prefix}/{value}") if value.startswith("..") else f"{prefix}/{value}"
+    tampered = {**message, "commits": [{**commit, field: value, "uri": ""}]}
+    with pytest.raises(CorruptFileError, match=problem) as failure:
+        committer.commit_job(job, [tampered])
+    assert failure.value.field == f"commits[0].{field}"
+    store = outcommit.open_store(s3_root, config)
+    assert [f.path for f in store.list_files(store.strip(s3_root)) if "elsewhere" in f.path] == []
+    committer.abort_job(job)
+    assert leftovers(store, store.strip(url)) == []
+
+
+def test_duplicate_destinations_are_refused(config, s3_root):
+    url = f"{s3_root}/dup"
+    committer, job = start(url, config, "magic")
+    first = run_task(committer, job, 0, {"same.txt": b"0"})
+    second = run_task(committer, job, 1, {"same.txt": b"1"})
+    with pytest.raises(CorruptFileError, match="two uploads"):
+        committer.commit_job(job, [first, second])
+    committer.abort_job(job)
+
+
+# -- conflict modes ---------------------------------------------------------------------------------------
+def _seed(store, url, files):
+    for rel, data in files.items():
+        store.write_bytes(f"{store.strip(url)}/{rel}", data)
+
+
+@pytest.mark.parametrize("name", ["directory", "magic"])
+def test_directory_conflict_modes(name, config, s3_root):
+    url = f"{s3_root}/modes"
+    store = outcommit.open_store(url, config)
+    _seed(store, url, {"old.txt": b"old", "p=1/old.txt": b"old"})
+    mode = {"outcommit.committer.conflict-mode": "fail"}
+    with pytest.raises(DestinationExistsError):
+        start(url, config, name, **mode)
+    committer, job = start(url, config, name, **{"outcommit.committer.conflict-mode": "append"})
+    committer.commit_job(job, [run_task(committer, job, 0, {"new.txt": b"n"})])
+    assert set(visible_files(store, store.strip(url))) == {"old.txt", "p=1/old.txt", "new.txt"}
+    committer, job = start(url, config, name, **{"outcommit.committer.conflict-mode": "replace"})
+    committer.commit_job(job, [run_task(committer, job, 0, {"newer.txt": b"n"})])
+    assert visible_files(store, store.strip(url)) == {"newer.txt": b"n"}
+
+
+def test_partitioned_replace_and_fail_touch_only_written_partitions(config, s3_root):
+    url = f"{s3_root}/parts"
+    store = outcommit.open_store(url, config)
+    _seed(store, url, {"p=1/old.txt": b"1", "p=2/old.txt": b"2", "p=2/sub/deep.txt": b"d",
+                       "top.txt": b"t"})
+    committer, job = start(url, config, "partitioned", **{"outcommit.committer.conflict-mode": "fail"})
+    message = run_task(committer, job, 0, {"p=3/new.txt": b"3"})
+    committer.commit_job(job, [message])  # p=3 is new: no conflict
+    committer, job = start(url, config, "partitioned", **{"outcommit.committer.conflict-mode": "fail"})
+    message = run_task(committer, job, 0, {"p=1/new.txt": b"x"})
+    with pytest.raises(CommitError, match="p=1") as failure:
+        committer.commit_job(job, [message])
+    assert isinstance(failure.value.__cause__, DestinationExistsError)
+    committer.abort_job(job)
+    committer, job = start(url, config, "partitioned", **{"outcommit.committer.conflict-mode": "replace"})
+    committer.commit_job(job, [run_task(committer, job, 0, {"p=2/new.txt": b"new"})])
+    assert visible_files(store, store.strip(url)) == {
+        "p=1/old.txt": b"1", "p=2/new.txt": b"new", "p=3/new.txt": b"3", "top.txt": b"t"}
+    assert leftovers(store, store.strip(url)) == []
+
+
+# -- CLI ----------------------------------------------------------------------------------------------------
+def test_uploads_cli_lists_checks_and_aborts(config, s3_root, capsys):
+    url = f"{s3_root}/cli"
+    committer, job = start(url, config, "magic")
+    run_task(committer, job, 0, {"a.txt": b"a", "b.txt": b"b"})
+    store = outcommit.open_store(url, config)
+    adjacent = store.multipart().initiate(f"{store.strip(url)}0/x.txt")
+    conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
+    assert cli_main(["uploads", "list", url, *conf]) == 0
+    listed = capsys.readouterr().out
+    assert listed.count("\n") == 2 and "a.txt" in listed and "cli0" not in listed
+    assert cli_main(["uploads", "check", url, *conf]) == 1
+    # moto dates every upload 2010-11-10: an age of 100 000 days (274 years) spares them.
+    assert cli_main(["uploads", "abort", url, "--older-than", "100000d", "--force", *conf]) == 0
+    assert len(store.multipart().list_pending(store.strip(url))) == 2
+    assert cli_main(["uploads", "abort", url, *conf]) == 1  # without --force: only shows
+    assert cli_main(["uploads", "abort", url, "--force", *conf]) == 0
+    assert cli_main(["uploads", "check", url, *conf]) == 0
+    assert [u.upload_id for u in store.multipart().list_pending(store.strip(url) + "0")] == [adjacent]
+    store.multipart().abort(f"{store.strip(url)}0/x.txt", adjacent)
+    committer.cleanup_job(job)
+    with pytest.raises(CommitError):
+        committer.commit_job(job)

@@ -1,0 +1,112 @@
+"""The s3 store and its multipart operations against the moto server."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+import outcommit
+from outcommit import capabilities as caps
+from outcommit.errors import UnsafeCommitterError
+from outcommit_s3.multipart import UploadGoneError, multipart_etag
+
+pytestmark = pytest.mark.s3
+
+MiB = 1024 * 1024
+
+
+def test_capabilities_and_default_committer(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, s3_config)
+    for name in (caps.LISTING_CONSISTENT, caps.MULTIPART_DELAYED_COMPLETION, caps.ETAGS_AVAILABLE,
+                 caps.CREATE_EXCLUSIVE):
+        assert store.has_capability(name)
+    assert not store.has_capability(caps.RENAME_FILE_ATOMIC)
+    assert not store.has_capability(caps.RENAME_DIRECTORY_ATOMIC)
+    assert outcommit.create_committer(s3_root, s3_config).name == "magic"
+    assert outcommit.create_committer(s3_root.replace("s3://", "s3a://"), s3_config).name == "magic"
+    with pytest.raises(UnsafeCommitterError, match=r"fs\.rename\.directory\.atomic"):
+        outcommit.create_committer(s3_root, s3_config, "v1")
+
+
+def test_hadoop_keys_reach_the_server_and_secrets_stay_out_of_logs(s3_server, s3_root, caplog):
+    secret = "super-secret-value-123"
+    config = {**{k: v for k, v in s3_server.hadoop_config.items()},
+              "spark.hadoop.fs.s3a.secret.key": secret, "outcommit.s3.retry.max-attempts": "1"}
+    with caplog.at_level(logging.DEBUG, logger="outcommit"):
+        committer = outcommit.create_committer(s3_root, config, "magic")
+        store = committer.store
+        store.write_bytes(store.strip(s3_root) + "/x", b"1")  # moto accepts any secret
+        assert store.read_bytes(store.strip(s3_root) + "/x") == b"1"
+        logging.getLogger("outcommit").info("%r %r", store, committer.config)
+    assert store.settings.endpoint_url == s3_server.endpoint_url and store.settings.path_style
+    assert secret not in caplog.text and secret not in repr(store) and secret not in repr(store.settings)
+
+
+def test_exclusive_create(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, s3_config)
+    path = store.strip(s3_root) + "/claim.json"
+    store.create_exclusive(path, b"first")
+    with pytest.raises(FileExistsError):
+        store.create_exclusive(path, b"second")
+    assert store.read_bytes(path) == b"first"
+
+
+def test_list_pending_is_exact_for_a_directory(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, s3_config)
+    mp = store.multipart()
+    root = store.strip(s3_root)
+    one = mp.initiate(f"{root}/dataset1/a.txt")
+    ten = mp.initiate(f"{root}/dataset10/a.txt")
+    assert [u.upload_id for u in mp.list_pending(f"{root}/dataset1")] == [one]
+    assert [u.upload_id for u in mp.list_pending(f"{root}/dataset1/")] == [one]
+    assert {u.upload_id for u in mp.list_pending(root)} == {one, ten}
+    assert mp.abort(f"{root}/dataset1/a.txt", one) and mp.abort(f"{root}/dataset10/a.txt", ten)
+    assert not mp.abort(f"{root}/dataset1/a.txt", one)  # no longer pending: False, no error
+    assert mp.list_pending(root) == []
+
+
+def test_completion_is_idempotent_and_checked(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, s3_config)
+    mp = store.multipart()
+    path = store.strip(s3_root) + "/big.bin"
+    upload = mp.initiate(path)
+    etags = [mp.upload_part(path, upload, 1, b"a" * (5 * MiB)), mp.upload_part(path, upload, 2, b"b")]
+    etag = mp.complete(path, upload, etags)
+    assert etag == multipart_etag(etags) == store.info(path).etag
+    assert mp.complete(path, upload, etags) == etag  # again: success
+    assert store.read_bytes(path) == b"a" * (5 * MiB) + b"b"
+
+    gone = mp.initiate(store.strip(s3_root) + "/gone.bin")
+    part = mp.upload_part(store.strip(s3_root) + "/gone.bin", gone, 1, b"x")
+    mp.abort(store.strip(s3_root) + "/gone.bin", gone)
+    with pytest.raises(UploadGoneError, match="aborted"):
+        mp.complete(store.strip(s3_root) + "/gone.bin", gone, [part])
+
+
+def test_complete_if_none_match_keeps_the_existing_object(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, s3_config)
+    mp = store.multipart()
+    path = store.strip(s3_root) + "/exists.txt"
+    store.write_bytes(path, b"old")
+    upload = mp.initiate(path)
+    part = mp.upload_part(path, upload, 1, b"new")
+    with pytest.raises(FileExistsError):
+        mp.complete(path, upload, [part], if_none_match=True)
+    assert store.read_bytes(path) == b"old"
+    assert mp.abort(path, upload)
+
+
+def test_rename_is_copy_and_delete(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, s3_config)
+    root = store.strip(s3_root)
+    for i in range(3):
+        store.write_bytes(f"{root}/src/d/{i}.txt", str(i).encode())
+    store.rename_dir(f"{root}/src", f"{root}/dst")
+    assert [f.path for f in store.list_files(f"{root}/dst")] == [f"{root}/dst/d/{i}.txt" for i in range(3)]
+    assert not store.exists(f"{root}/src")
+    store.write_bytes(f"{root}/srcdir10/keep.txt", b"k")
+    store.delete(f"{root}/dst", recursive=True)
+    store.write_bytes(f"{root}/dst0/keep.txt", b"k")
+    store.delete(f"{root}/dst", recursive=True)
+    assert store.exists(f"{root}/dst0/keep.txt")  # a delete never reaches an adjacent prefix
