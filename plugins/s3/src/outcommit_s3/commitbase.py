@@ -119,6 +119,7 @@ class MultipartCommitter(Committer):
         self.abort_pending = self.config.get_bool("outcommit.s3.abort-pending-uploads", True)
         self.inline_limit = self.config.get_int(INLINE_LIMIT, 200, minimum=0)
         self.reserved = (self.job_dir_prefix, "__magic", "_temporary")
+        self._sweep_skipped = False
 
     # -- where the job's state lives (overridden by staging's shared directory) -----------------
     @property
@@ -264,6 +265,7 @@ class MultipartCommitter(Committer):
                                 {"jobId": job.job_id, "started": time.time()})
             removed = self.resolve_conflicts(job, commits)
             self.complete_all(job, commits)
+            self._sweep_skipped = False
             aborted = self.abort_pending_under_destination(job) if self.abort_pending else 0
             summary = self.write_success(
                 job, [self.store.url(c.path) for c in commits],
@@ -276,7 +278,9 @@ class MultipartCommitter(Committer):
             raise CorruptCommitDataError(str(failed), failed.summary, exc) from exc
         except Exception as exc:
             raise self.failed_commit(job, exc, started, [self.store.url(c.path) for c in commits]) from exc
-        self.cleanup_job(job, sweep=False)
+        # Every upload of ours is complete; a successful sweep already aborted everything else.
+        self._teardown(job, delete_completed=False, sweep=False,
+                       own_aborts=not self.abort_pending or self._sweep_skipped)
         log.info("committed job: %d files from %d tasks", len(commits), len(pendingsets))
         return summary
 
@@ -443,6 +447,7 @@ class MultipartCommitter(Committer):
             # Another driver is writing here: its uploads are not ours to abort.
             self.logger(job).info("not aborting other pending uploads under %s: jobs %s are active "
                                   "there", self.destination, ", ".join(others[:3]))
+            self._sweep_skipped = True
             return 0
         pending = [p for p in self.mp.list_pending(self.dest + "/") if _inside(p.path, self.dest)]
         outcomes = parallel(lambda p: self.mp.abort(p.path, p.upload_id), pending, self.threads)
@@ -478,18 +483,20 @@ class MultipartCommitter(Committer):
     def abort_job(self, job: JobContext) -> None:
         self._teardown(job, delete_completed=True)
 
-    def cleanup_job(self, job: JobContext, sweep: bool = True) -> None:
-        self._teardown(job, delete_completed=False, sweep=sweep)
+    def cleanup_job(self, job: JobContext) -> None:
+        self._teardown(job, delete_completed=False)
 
-    def _teardown(self, job: JobContext, delete_completed: bool, sweep: bool = True) -> None:
+    def _teardown(self, job: JobContext, delete_completed: bool, sweep: bool = True,
+                  own_aborts: bool = True) -> None:
         log = self.logger(job)
-        try:
-            started = any(self.meta.exists(self.meta.join(self.job_attempt_dir(job, a), COMMIT_STARTED))
-                          for a in range(job.attempt + 1)) if delete_completed else False
-            commits = self.known_commits(job)
-            self.abort_commits(job, commits, delete_completed=started)
-        except Exception:  # abort and cleanup never raise: they run on failure paths
-            log.warning("aborting the job's own uploads failed", exc_info=True)
+        if own_aborts:
+            try:
+                started = delete_completed and any(
+                    self.meta.exists(self.meta.join(self.job_attempt_dir(job, a), COMMIT_STARTED))
+                    for a in range(job.attempt + 1))
+                self.abort_commits(job, self.known_commits(job), delete_completed=started)
+            except Exception:  # abort and cleanup never raise: they run on failure paths
+                log.warning("aborting the job's own uploads failed", exc_info=True)
         if sweep and self.abort_pending:
             try:
                 self.abort_pending_under_destination(job)

@@ -1,0 +1,452 @@
+"""A store cost model: exact request counts, priced in *virtual* time.
+
+Wall time on an emulator says little about a real store (moto spends ~11 ms of CPU per
+completion on one GIL-bound server, so parallelism barely shows and a copy looks as cheap
+as a completion). Here every operation really runs against the emulator or memory, and is
+also *charged* a modelled cost on a virtual clock:
+
+    cost = request_latency + upload/upload_bandwidth + download/download_bandwidth
+           + copied/copy_bandwidth
+
+Each thread has its own virtual clock. While a :meth:`Meter.measure` block runs, work
+submitted to a ``concurrent.futures.ThreadPoolExecutor`` is list-scheduled onto that
+executor's ``max_workers`` virtual workers, and the caller's clock advances to a task's
+virtual end when it takes the result (``result()``, ``map``, ``shutdown(wait=True)``).
+So the modelled time of a phase reflects what the code does: its serial requests, its
+real degree of parallelism. A phase also cannot beat the store's request-rate limit per
+prefix (S3: 3,500 writes and 5,500 reads per second per prefix); the prefix is the bucket
+plus the first key component, an approximation of S3's partitioning.
+
+Two ways to meter:
+
+* :func:`attach_botocore` registers event hooks on a boto3/botocore client: one charge per
+  HTTP request, named by S3 operation (exact counts); bytes from the request/response
+  (CopyObject's source size through ``size_of``).
+* :class:`MeteredStore` wraps any :class:`~outcommit.store.Store`: one charge per store call
+  (and per multipart call), priced with the same model; for stores whose SDK has no hooks
+  (``rename_copies`` prices a rename as a server-side copy of the file's bytes).
+
+Parameters are explicit; :meth:`CostModel.describe` prints them with the results.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..multipart import MultipartUploads, PendingUpload
+from ..store import FileInfo, Store
+
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Prices of store operations. Defaults: S3 as measured in the zero-rename paper."""
+
+    name: str = "s3"
+    #: Fixed cost of every request (round trip + service time), seconds.
+    request_latency: float = 0.030
+    #: Client -> store bytes per second, per connection (PUT, UploadPart).
+    upload_bandwidth: float = 100 * MB
+    #: Store -> client bytes per second, per connection (GET).
+    download_bandwidth: float = 100 * MB
+    #: Server-side copy bytes per second (CopyObject, UploadPartCopy; the paper: 6-10 MB/s).
+    copy_bandwidth: float = 8 * MB
+    #: Request-rate limits per prefix (S3 documents 3,500 PUT/COPY/POST/DELETE, 5,500 GET/HEAD).
+    write_requests_per_prefix: float = 3500.0
+    read_requests_per_prefix: float = 5500.0
+    #: MeteredStore only: a rename copies the data server-side (S3, GCS) rather than O(1) (ABFS).
+    rename_copies: bool = True
+
+    def price(self, upload: int = 0, download: int = 0, copied: int = 0) -> float:
+        return (self.request_latency + upload / self.upload_bandwidth
+                + download / self.download_bandwidth + copied / self.copy_bandwidth)
+
+    def describe(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# S3 operations that write (rate-limited at 3,500/s per prefix); everything else reads.
+_WRITES = {"PutObject", "CopyObject", "UploadPart", "UploadPartCopy", "CreateMultipartUpload",
+           "CompleteMultipartUpload", "AbortMultipartUpload", "DeleteObject", "DeleteObjects",
+           "write_bytes", "write_atomic", "create_exclusive", "save_json", "rename_file",
+           "rename_dir", "delete", "multipart.initiate", "multipart.upload_part",
+           "multipart.complete", "multipart.abort"}
+_LISTINGS = {"ListObjectsV2", "ListObjects", "ListMultipartUploads", "ListParts", "list_dir",
+             "list_files", "multipart.list_pending"}
+
+
+@dataclass
+class _Task:
+    submitted_at: float
+    future: Future[Any] | None = None
+    cost: float = 0.0
+    end: float | None = None
+
+
+@dataclass
+class _Schedule:
+    """List scheduling of one executor's tasks onto its virtual workers, in submit order."""
+
+    workers: int
+    tasks: list[_Task] = field(default_factory=list)
+    free: list[float] = field(default_factory=list)
+    computed: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def end_of(self, target: _Task | None) -> float:
+        """Virtual end of ``target`` (None: of every task), waiting for earlier tasks to run."""
+        with self.lock:
+            upto = len(self.tasks) if target is None else self.tasks.index(target) + 1
+            earlier = [t.future for t in self.tasks[:upto] if t.future is not None]
+        wait_futures(earlier)  # outside the lock: a running task may still submit more
+        with self.lock:
+            while self.computed < upto:
+                task = self.tasks[self.computed]
+                if len(self.free) < self.workers:
+                    start = task.submitted_at
+                else:
+                    start = max(task.submitted_at, heapq.heappop(self.free))
+                task.end = start + task.cost
+                heapq.heappush(self.free, task.end)
+                self.computed += 1
+            if target is not None:
+                return target.end or 0.0
+            return max((t.end or 0.0 for t in self.tasks[:upto]), default=0.0)
+
+
+_ACTIVE: Meter | None = None
+_PATCH_LOCK = threading.Lock()
+_ORIGINAL_SUBMIT = ThreadPoolExecutor.submit
+_ORIGINAL_SHUTDOWN = ThreadPoolExecutor.shutdown
+_ORIGINAL_RESULT = Future.result
+
+
+def _submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+    meter = _ACTIVE
+    if meter is None:
+        return _ORIGINAL_SUBMIT(self, fn, *args, **kwargs)
+    schedule = self.__dict__.setdefault("_outcommit_schedule", _Schedule(self._max_workers))
+    task = _Task(submitted_at=meter.now())
+
+    def run() -> Any:
+        saved = meter.now()
+        meter._set(0.0)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            task.cost = meter.now()
+            meter._set(saved)
+
+    with schedule.lock:
+        future = _ORIGINAL_SUBMIT(self, run)
+        task.future = future
+        schedule.tasks.append(task)
+    future._outcommit = (schedule, task, meter)  # type: ignore[attr-defined]
+    return future
+
+
+def _result(self: Future[Any], timeout: float | None = None) -> Any:
+    try:
+        return _ORIGINAL_RESULT(self, timeout)
+    finally:
+        info = getattr(self, "_outcommit", None)
+        if info is not None and self.done():
+            schedule, task, meter = info
+            meter._advance_to(schedule.end_of(task))
+
+
+def _shutdown(self: ThreadPoolExecutor, wait: bool = True, **kwargs: Any) -> None:
+    _ORIGINAL_SHUTDOWN(self, wait, **kwargs)
+    schedule = self.__dict__.get("_outcommit_schedule")
+    if wait and schedule is not None and _ACTIVE is not None and schedule.tasks:
+        _ACTIVE._advance_to(schedule.end_of(None))
+
+
+class Meter:
+    """Counts and prices operations; keeps the virtual clocks of a measured phase."""
+
+    def __init__(self, model: CostModel | None = None) -> None:
+        self.model = model or CostModel()
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests: Counter[str] = Counter()
+            self.bytes_uploaded = 0
+            self.bytes_downloaded = 0
+            self.bytes_copied = 0
+            self.listings = 0
+            self.prefix_writes: Counter[str] = Counter()
+            self.prefix_reads: Counter[str] = Counter()
+            self.modelled_seconds = 0.0
+            self.wall_seconds = 0.0
+        self._set(0.0)
+
+    # -- virtual clock ---------------------------------------------------------------------------
+    def now(self) -> float:
+        return float(getattr(self._local, "now", 0.0))
+
+    def _set(self, value: float) -> None:
+        self._local.now = value
+
+    def _advance_to(self, value: float) -> None:
+        self._set(max(self.now(), value))
+
+    # -- charging ----------------------------------------------------------------------------------
+    def charge(self, operation: str, *, upload: int = 0, download: int = 0, copied: int = 0,
+               prefix: str = "") -> float:
+        """Count one request of ``operation`` and advance this thread's clock by its price."""
+        cost = self.model.price(upload, download, copied)
+        with self._lock:
+            self.requests[operation] += 1
+            self.bytes_uploaded += upload
+            self.bytes_downloaded += download
+            self.bytes_copied += copied
+            if operation in _LISTINGS:
+                self.listings += 1
+            (self.prefix_writes if operation in _WRITES else self.prefix_reads)[prefix] += 1
+        self._set(self.now() + cost)
+        return cost
+
+    def rate_bound(self) -> float:
+        """The least time the counted requests need under the per-prefix rate limits."""
+        writes = max(self.prefix_writes.values(), default=0) / self.model.write_requests_per_prefix
+        reads = max(self.prefix_reads.values(), default=0) / self.model.read_requests_per_prefix
+        return max(writes, reads)
+
+    @contextmanager
+    def measure(self) -> Iterator[Meter]:
+        """Meter a phase run by the calling thread; sets ``modelled_seconds``/``wall_seconds``."""
+        global _ACTIVE
+        with _PATCH_LOCK:
+            if _ACTIVE is not None:
+                raise RuntimeError("only one Meter can measure at a time")
+            self.reset()
+            _ACTIVE = self
+            ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign]
+            ThreadPoolExecutor.shutdown = _shutdown  # type: ignore[method-assign]
+            Future.result = _result  # type: ignore[method-assign]
+        started = time.perf_counter()
+        try:
+            yield self
+        finally:
+            self.wall_seconds = time.perf_counter() - started
+            with _PATCH_LOCK:
+                ThreadPoolExecutor.submit = _ORIGINAL_SUBMIT  # type: ignore[method-assign]
+                ThreadPoolExecutor.shutdown = _ORIGINAL_SHUTDOWN  # type: ignore[method-assign]
+                Future.result = _ORIGINAL_RESULT  # type: ignore[method-assign]
+                _ACTIVE = None
+            self.modelled_seconds = max(self.now(), self.rate_bound())
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    def summary(self) -> dict[str, Any]:
+        return {"requests": dict(sorted(self.requests.items())), "total_requests": self.total_requests,
+                "bytes_uploaded": self.bytes_uploaded, "bytes_downloaded": self.bytes_downloaded,
+                "bytes_copied": self.bytes_copied, "listings": self.listings,
+                "modelled_seconds": self.modelled_seconds, "wall_seconds": self.wall_seconds}
+
+
+# -- botocore clients: one charge per HTTP request ------------------------------------------------------
+def _body_size(body: Any) -> int:
+    if body is None:
+        return 0
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return len(body)
+    if isinstance(body, str):
+        return len(body.encode())
+    try:
+        here = body.tell()
+        body.seek(0, 2)
+        size = int(body.tell()) - here
+        body.seek(here)
+        return size
+    except (AttributeError, OSError):
+        return 0
+
+
+def _prefix(bucket: str, key: str) -> str:
+    return f"{bucket}/{key.split('/', 1)[0]}" if key else bucket
+
+
+def attach_botocore(client: Any, meter: Meter,
+                    size_of: Callable[[str, str], int] | None = None) -> Callable[[], None]:
+    """Meter every request of a boto3/botocore S3 client; returns a function that detaches.
+
+    ``size_of(bucket, key)`` gives a CopyObject source's size (e.g. a HEAD through another,
+    unmetered client); without it copies are priced as zero bytes.
+    """
+    def before(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        operation = model.name
+        bucket, key = str(params.get("Bucket", "")), str(params.get("Key", ""))
+        copied = 0
+        if operation in ("CopyObject", "UploadPartCopy") and size_of is not None:
+            source = params.get("CopySource")
+            if isinstance(source, dict):
+                copied = size_of(str(source["Bucket"]), str(source["Key"]))
+            elif isinstance(source, str):
+                sb, _, sk = source.lstrip("/").partition("/")
+                copied = size_of(sb, sk.split("?", 1)[0])
+        context["outcommit.cost"] = {"operation": operation, "upload": _body_size(params.get("Body")),
+                                     "copied": copied, "prefix": _prefix(bucket, key or
+                                                                         str(params.get("Prefix", "")))}
+
+    def after(http_response: Any, parsed: Any, model: Any, context: dict[str, Any], **_: Any) -> None:
+        pending = context.pop("outcommit.cost", None)
+        if pending is None:
+            return
+        download = 0
+        if model.name == "GetObject" and isinstance(parsed, dict):
+            download = int(parsed.get("ContentLength") or 0)
+        meter.charge(pending["operation"], upload=pending["upload"], download=download,
+                     copied=pending["copied"], prefix=pending["prefix"])
+
+    events = client.meta.events
+    events.register("before-parameter-build.s3", before, unique_id=f"outcommit-cost-b-{id(meter)}")
+    events.register("after-call.s3", after, unique_id=f"outcommit-cost-a-{id(meter)}")
+
+    def detach() -> None:
+        events.unregister("before-parameter-build.s3", unique_id=f"outcommit-cost-b-{id(meter)}")
+        events.unregister("after-call.s3", unique_id=f"outcommit-cost-a-{id(meter)}")
+
+    return detach
+
+
+# -- any store: one charge per store call ------------------------------------------------------------------
+class MeteredStore(Store):
+    """Delegates to ``inner`` and charges each store and multipart call to ``meter``.
+
+    Counts are per *store call*, not per HTTP request (a paged listing is one call); use
+    :func:`attach_botocore` where the SDK has hooks and HTTP-level counts matter.
+    """
+
+    def __init__(self, inner: Store, meter: Meter) -> None:
+        self.inner = inner
+        self.meter = meter
+
+    @property
+    def capabilities(self):  # type: ignore[override]
+        return self.inner.capabilities
+
+    @property
+    def fs(self) -> Any:
+        return self.inner.fs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def strip(self, url: str) -> str:
+        return self.inner.strip(url)
+
+    def url(self, path: str) -> str:
+        return self.inner.url(path)
+
+    def _charge(self, operation: str, path: str, **sizes: int) -> None:
+        self.meter.charge(operation, prefix="/".join(path.strip("/").split("/")[:2]), **sizes)
+
+    def info(self, path: str) -> FileInfo | None:
+        self._charge("info", path)
+        return self.inner.info(path)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        self._charge("list_dir", path)
+        return self.inner.list_dir(path)
+
+    def list_files(self, path: str) -> list[FileInfo]:
+        self._charge("list_files", path)
+        return self.inner.list_files(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        data = self.inner.read_bytes(path)
+        self._charge("read_bytes", path, download=len(data))
+        return data
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._charge("write_bytes", path, upload=len(data))
+        self.inner.write_bytes(path, data)
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        self._charge("write_atomic", path, upload=len(data))
+        self.inner.write_atomic(path, data)
+
+    def create_exclusive(self, path: str, data: bytes) -> None:
+        self._charge("create_exclusive", path, upload=len(data))
+        self.inner.create_exclusive(path, data)
+
+    def save_json(self, path: str, data: Any) -> None:
+        import json
+
+        self._charge("save_json", path, upload=len(json.dumps(data)))
+        self.inner.save_json(path, data)
+
+    def load_json(self, path: str, max_bytes: int = 256 * 1024 * 1024) -> Any:
+        self._charge("load_json", path)
+        return self.inner.load_json(path, max_bytes)
+
+    def mkdirs(self, path: str) -> None:
+        self.inner.mkdirs(path)  # free: no request on object stores; cheap elsewhere
+
+    def delete(self, path: str, recursive: bool = False) -> None:
+        self._charge("delete", path)
+        self.inner.delete(path, recursive)
+
+    def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
+        status = self.inner.info(src) if self.meter.model.rename_copies else None
+        self._charge("rename_file", src, copied=status.size if status else 0)
+        self.inner.rename_file(src, dst, overwrite)
+
+    def rename_dir(self, src: str, dst: str) -> None:
+        if self.meter.model.rename_copies:
+            for f in self.inner.list_files(src):  # one copy request per file
+                self._charge("rename_file", f.path, copied=f.size)
+        else:
+            self._charge("rename_dir", src)
+        self.inner.rename_dir(src, dst)
+
+    def multipart(self) -> MultipartUploads | None:
+        inner = self.inner.multipart()
+        return None if inner is None else _MeteredMultipart(self, inner)
+
+
+class _MeteredMultipart(MultipartUploads):
+    def __init__(self, owner: MeteredStore, inner: MultipartUploads) -> None:
+        self.owner = owner
+        self.inner = inner
+
+    def initiate(self, path: str) -> str:
+        self.owner._charge("multipart.initiate", path)
+        return self.inner.initiate(path)
+
+    def upload_part(self, path: str, upload_id: str, part_number: int, data: bytes) -> str:
+        self.owner._charge("multipart.upload_part", path, upload=len(data))
+        return self.inner.upload_part(path, upload_id, part_number, data)
+
+    def complete(self, path: str, upload_id: str, etags: Sequence[str],
+                 if_none_match: bool = False) -> str:
+        self.owner._charge("multipart.complete", path)
+        return self.inner.complete(path, upload_id, etags, if_none_match)
+
+    def abort(self, path: str, upload_id: str) -> bool:
+        self.owner._charge("multipart.abort", path)
+        return self.inner.abort(path, upload_id)
+
+    def list_pending(self, directory: str) -> list[PendingUpload]:
+        self.owner._charge("multipart.list_pending", directory)
+        return self.inner.list_pending(directory)
+
+
+__all__ = ["CostModel", "Meter", "MeteredStore", "attach_botocore"]
