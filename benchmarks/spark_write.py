@@ -6,10 +6,10 @@
 2. ``outcommit`` with ``v1`` to ``file://`` vs. Spark's own ``df.write.parquet``.
 
 Same data (cached), same partitioning (Hive by date), same Parquet encoder for 1 and the
-outcommit side of 2. One warm-up write per path, then one timed run each (``--repeat``
-for more; the median is used). Target: safe/unsafe <= 1.15.
+outcommit side of 2. One warm-up write per path, then ``--repeat`` (3) interleaved rounds; the median
+per path is used. Target: safe/unsafe <= 1.15.
 
-    python benchmarks/spark_write.py [--rows 1000000] [--tasks 8] [--repeat 1]
+    python benchmarks/spark_write.py [--rows 1000000] [--tasks 8] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--tasks", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -113,16 +113,19 @@ def main() -> int:
                  "spark df.write.parquet -> file": f"file://{workdir}/spark"}
         runs = {"outcommit magic -> s3": outcommit_s3, "direct pyarrow+s3fs -> s3": direct_s3,
                 "outcommit v1 -> file": outcommit_v1, "spark df.write.parquet -> file": spark_parquet}
+        last: dict[str, str] = {}
         for name, run in runs.items():  # warm-up: Python workers, S3 connections, JIT of the plan
             run(dests[name] + "-warmup")
-        results: dict[str, float] = {}
-        for name, run in runs.items():
-            times = []
-            for _ in range(args.repeat):
+        # Interleaved rounds, median per path: other load on the machine hits every path alike.
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(args.repeat):
+            for name, run in runs.items():
                 # A fresh destination per timed run (direct writes cannot replace anything).
-                dest = f"{dests[name].rstrip('/')}-{uuid.uuid4().hex[:6]}"
-                times.append(timed(lambda run=run, dest=dest: run(dest), 1))
-            results[name], dests[name] = statistics.median(times), dest
+                dest = f"{dests[name].removesuffix('-warmup')}-{uuid.uuid4().hex[:6]}"
+                times[name].append(timed(lambda run=run, dest=dest: run(dest), 1))
+                last[name] = dest
+        results = {name: statistics.median(values) for name, values in times.items()}
+        dests = last
 
         print(f"\nPySpark write benchmark: {args.rows:,} rows, {args.tasks} partitions, Hive "
               f"partitioned by date (7 values), Parquet; local[2]; moto at {server.endpoint_url}; "

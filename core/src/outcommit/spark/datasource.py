@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,15 +22,29 @@ from pyspark.sql.types import StructType
 
 from ..committer import Committer
 from ..context import JobContext
-from ..factory import create_committer
+from ..factory import create_committer, open_store
+from ..store import Store
 from ..success import SuccessData
 from .options import WritePlan, build_plan
 
 log = logging.getLogger("outcommit.spark")
 
-# Attempts failed by the test hook keep their open files here: a killed executor never
-# closes them, and a garbage-collected fsspec file would close (and publish) itself.
-_ABANDONED: list[Any] = []
+# Spark reuses its Python workers across tasks and writes: one store (and its HTTP client,
+# whose creation costs ~0.3 s with boto3) per destination and config in each process.
+_STORES: dict[tuple[str, tuple[tuple[str, str], ...]], Store] = {}
+_STORES_LOCK = threading.Lock()
+_MAX_CACHED_STORES = 16
+
+
+def cached_store(destination: str, config: dict[str, str]) -> Store:
+    key = (destination, tuple(sorted(config.items())))
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            if len(_STORES) >= _MAX_CACHED_STORES:
+                _STORES.pop(next(iter(_STORES)))
+            store = _STORES[key] = open_store(destination, config)
+        return store
 
 
 class InjectedTaskFailure(RuntimeError):
@@ -100,7 +115,8 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
                  plan.conflict_mode, plan.conflict_reason)
 
     def _committer(self) -> tuple[Committer, JobContext]:
-        committer = create_committer(self.plan.destination, self.plan.config, self.committer_name)
+        committer = create_committer(self.plan.destination, self.plan.config, self.committer_name,
+                                     store=cached_store(self.plan.destination, self.plan.config))
         committer.selection = self.selection
         return committer, JobContext.from_dict(self.job)
 
