@@ -8,8 +8,10 @@ per-request latency plus copy bandwidth (parameters printed). Parallel stages ar
 scheduled over the committer's threads. ``v1`` is forced (allow_unsafe) where it is unsafe.
 A real-time run on Azurite and the GCS emulator is printed as a sanity check.
 
-A small adapter here records operations; the S3 helper's ``outcommit.testing.costmodel``
-was not yet in the tree when this was written.
+A small adapter here records operations and maps each to the requests the real store
+issues (a rename is two requests and a byte copy on GCS/Blob, one on HNS; a recursive
+delete is a list plus batches). ``outcommit.testing.costmodel.MeteredStore`` charges one
+request per store call, which would undercount copy-based renames, so it is not used here.
 
     python benchmarks/manifest_commit.py [--tasks 50] [--files 20] [--size 4096] [--no-emulators]
 """
@@ -232,7 +234,8 @@ def emulators(args: argparse.Namespace) -> None:
                 url = f"{root}/{uuid.uuid4().hex}/table"
                 _, wall, calls = run_job(url, config, name, args.emu_tasks, args.files, args.size, threads)
                 print(f"  {label}: {name:8s} {threads:2d} thread(s): job commit {wall:6.2f} s "
-                      f"({args.emu_tasks} tasks; store ops of the whole job: rename_file {calls.get('rename_file', 0)}, "
+                      f"({args.emu_tasks} tasks; store ops of the whole job: "
+                      f"rename_file {calls.get('rename_file', 0)}, "
                       f"rename_dir {calls.get('rename_dir', 0)}, info {calls.get('info', 0)})")
         finally:
             server.stop()
