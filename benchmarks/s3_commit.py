@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("outcommit").setLevel(logging.WARNING)
 
     model = CostModel(request_latency=args.latency, copy_bandwidth=args.copy_mbps * 1e6)
-    server = start_moto_server([BUCKET], max_attempts=1)
+    server = start_moto_server([BUCKET], max_attempts=3)  # moto may 500 a listing racing a delete
     side = server.client()  # unmetered: sizes of copy sources
 
     def size_of(bucket: str, key: str) -> int:
