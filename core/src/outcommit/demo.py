@@ -398,7 +398,10 @@ def main(args: argparse.Namespace) -> int:
         if args.keep:
             print("\nkept:\n  " + "\n  ".join(store.reach))
             if store.kind != "file":
-                print("  (server up until Ctrl-C)")
+                if spark is not None:
+                    spark.stop()  # only the server stays up
+                    spark = None
+                print("  (server up until Ctrl-C)", flush=True)
                 try:
                     while True:
                         time.sleep(3600)
