@@ -401,3 +401,111 @@ def test_task_commit_after_job_commit_is_refused(dest: str) -> None:
     committer.commit_job(job, messages)
     with pytest.raises(CommitError, match="not active"):
         committer.commit_task(job.task_attempt(5))
+
+
+# -- resumed and recovered commits, reserved names, hostile JSON -------------------------
+
+DELETE_TARGETS = {"outcommit.manifest.delete-target-files": "true"}
+
+
+def test_resumed_commit_with_delete_target_files_keeps_already_renamed_files(dest: str) -> None:
+    # The first commit renames some files, then fails; the rerun must not delete them
+    # as "existing target files" (their sources are gone: that would lose them).
+    fault = Fault("rename_file", path_contains="/tasks/", skip=3, error=refused)
+    committer, job, _ = setup(dest, [fault], **DELETE_TARGETS, **{"outcommit.committer.threads": "1"})
+    messages, expected = run_job_tasks(committer, job)
+    with pytest.raises(JobCommitError, match="PermissionError"):
+        committer.commit_job(job, messages)
+    store, path = view(dest)
+    assert len(visible_files(store, path)) == 3  # part-way
+    summary = committer.commit_job(job, messages)
+    assert summary.metrics["commit.resumed"] == 1
+    assert visible_files(store, path) == expected
+    assert leftovers(store, path) == []
+
+
+@pytest.mark.parametrize("mode", ["replace", "fail", "append"])
+def test_next_job_attempt_finishes_a_commit_the_previous_attempt_left_part_way(
+        dest: str, mode: str) -> None:
+    # Job attempt 0 renames some files and dies; the restarted driver (attempt 1) recovers
+    # the committed tasks and commits again. Its conflict handling must not treat the
+    # job's own renamed files as someone else's data (replace would delete them for good).
+    options = {"outcommit.committer.conflict-mode": mode, "outcommit.committer.threads": "1"}
+    fault = Fault("rename_file", path_contains="/tasks/", skip=4, error=refused)
+    committer, job0, _ = setup(dest, [fault], **options)
+    _, expected = run_job_tasks(committer, job0)
+    with pytest.raises(JobCommitError):
+        committer.commit_job(job0)
+    store, path = view(dest)
+    assert len(visible_files(store, path)) == 4
+    job1 = job0.next_attempt()
+    committer.setup_job(job1)
+    for index in range(3):
+        assert committer.recover_task(job1.task_attempt(index))
+    summary = committer.commit_job(job1)
+    assert summary.metrics["commit.resumed"] == 1
+    assert visible_files(store, path) == expected
+    assert leftovers(store, path) == []
+
+
+def test_manifest_naming_the_success_marker_is_refused(dest: str) -> None:
+    # _SUCCESS belongs to the committer: a file renamed there would be overwritten (lost)
+    # by the job's own summary, or would pass for another job's summary.
+    committer, job, _ = setup(dest)
+    messages, _ = run_job_tasks(committer, job, tasks=2, n=2)
+    store, path = view(dest)
+    tampered = json.loads(json.dumps(messages[0]))
+    tampered["files"][0]["d"] = store.url(store.join(path, "_SUCCESS"))
+    before = _state(dest)
+    with pytest.raises(JobCommitError, match="_SUCCESS") as failure:
+        committer.commit_job(job, [tampered, messages[1]])
+    assert isinstance(failure.value.__cause__, CorruptFileError)
+    assert failure.value.__cause__.field == "files[0].d"
+    assert _state(dest) == before
+    committer.abort_job(job)
+    assert leftovers(store, path) == []
+
+
+def test_task_writing_a_success_file_fails_the_job_clearly_and_loses_nothing(dest: str) -> None:
+    committer, job, _ = setup(dest)
+    messages, _ = run_job_tasks(committer, job, tasks=1, n=1)
+    task = job.task_attempt(1)
+    committer.setup_task(task)
+    with committer.filesystem(task).open(posixpath.join(committer.work_path(task), "_SUCCESS"),
+                                         "wb") as f:
+        f.write(b"not the committer's")
+    messages.append(committer.commit_task(task))
+    with pytest.raises(JobCommitError, match="reserved"):
+        committer.commit_job(job, messages)
+    store, path = view(dest)
+    assert visible_files(store, path) == {}
+    assert not store.exists(store.join(path, "_SUCCESS"))
+
+
+def test_deeply_nested_manifest_file_is_a_clear_corruption_error(dest: str) -> None:
+    committer, job, _ = setup(dest)
+    run_job_tasks(committer, job, tasks=2, n=1)
+    store, _ = view(dest)
+    manifest = committer.manifest_path(job, job.task_attempt(1).task_id)
+    store.write_bytes(manifest, b"[" * 200_000)
+    before = _state(dest)
+    with pytest.raises(JobCommitError) as failure:
+        committer.commit_job(job)
+    assert isinstance(failure.value.__cause__, CorruptFileError)
+    assert failure.value.__cause__.path.endswith("-manifest.json")
+    assert _state(dest) == before
+    committer.abort_job(job)
+
+
+def test_success_metrics_survive_a_resumed_commit(dest: str) -> None:
+    fault = Fault("rename_file", path_contains="/tasks/", skip=1, error=refused)
+    committer, job, _ = setup(dest, [fault], **{"outcommit.committer.threads": "1"})
+    messages, expected = run_job_tasks(committer, job, tasks=1)
+    with pytest.raises(JobCommitError):
+        committer.commit_job(job, messages)
+    committer.commit_job(job, messages)
+    store, path = view(dest)
+    success = load_success(store, store.join(path, "_SUCCESS"))
+    assert success.metrics["commit.resumed"] == 1
+    assert sorted(f.rsplit("/", 1)[-1] for f in success.filenames) == sorted(
+        p.rsplit("/", 1)[-1] for p in expected)

@@ -145,9 +145,21 @@ class ManifestCommitter(Committer):
     def work_path(self, task: TaskAttemptContext) -> str:
         return self.task_attempt_dir(task)
 
+    def renames_marker(self, job: JobContext) -> str:
+        """Written before the first rename of the job, whatever its attempt.
+
+        Per job, not per job attempt: a restarted driver (attempt N+1) that recovers the
+        tasks must know that attempt N already renamed some files into the destination,
+        or its conflict handling would take them for foreign data ('fail' refuses,
+        'replace' deletes them while their sources are already gone).
+        """
+        return self.store.join(self.job_dir(job.job_id), RENAMES_STARTED)
+
     # -- job -------------------------------------------------------------------------
     def setup_job(self, job: JobContext) -> None:
-        self.check_destination_free()
+        if not self.store.exists(self.renames_marker(job)):
+            # A later attempt of a job whose commit began finds its own files there.
+            self.check_destination_free()
         attempt_dir = self.job_attempt_dir(job)
         self.store.mkdirs(attempt_dir)
         self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
@@ -267,10 +279,10 @@ class ManifestCommitter(Committer):
         stats = Stats()
         files: list[CheckedFile] = []
         try:
-            attempt_dir = self._require_job(job, JobCommitError)
+            self._require_job(job, JobCommitError)
             with stats.stage("load-manifests"):
                 files, tasks = self._load(job, messages, stats)
-            marker = self.store.join(attempt_dir, RENAMES_STARTED)
+            marker = self.renames_marker(job)
             resumed = self.store.exists(marker)
             if resumed:
                 stats.add("commit.resumed")
@@ -284,7 +296,7 @@ class ManifestCommitter(Committer):
             with stats.stage("create-directories"):
                 self._create_directories(files, stats)
             with stats.stage("rename-files"):
-                self._parallel(lambda f: self._rename(f, stats), files)
+                self._parallel(lambda f: self._rename(f, stats, resumed), files)
             if self.validate_output:
                 with stats.stage("validate-output"):
                     self._parallel(lambda f: self._validate(f, stats), files)
@@ -372,13 +384,17 @@ class ManifestCommitter(Committer):
                        leaves)
         stats.add("directories.created", len(leaves))
 
-    def _rename(self, entry: CheckedFile, stats: Stats) -> None:
+    def _rename(self, entry: CheckedFile, stats: Stats, resumed: bool = False) -> None:
         """Rename one file; after a failure the store's evidence decides: done, retry or fail."""
         known = FileInfo(entry.source, entry.size, False, entry.etag)
         delay = self.backoff
         for attempt in range(1, self.io_attempts + 1):
             try:
-                if self.delete_target_files and attempt == 1:
+                # On a resumed commit the target may be this job's own renamed file, whose
+                # source is gone: deleting it would lose it. Only a source still waiting
+                # makes the target someone else's file.
+                if self.delete_target_files and attempt == 1 and (
+                        not resumed or self.store.exists(entry.source)):
                     self.store.delete(entry.dest)
                 self.store.rename_file(entry.source, entry.dest, overwrite=False)
                 stats.add("files.renamed")
