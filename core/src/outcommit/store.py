@@ -209,7 +209,8 @@ class Store:
             raise CorruptFileError(self.url(path), None, f"larger than {max_bytes} bytes")
         try:
             return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # RecursionError: absurdly nested JSON (garbage or hostile) is corruption too.
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise CorruptFileError(self.url(path), None, f"not valid JSON: {exc}") from None
 
     def multipart(self) -> MultipartUploads | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..committer import is_inside
 from ..errors import CorruptFileError
+from ..success import SUCCESS_FILE
 
 MANIFEST_TYPE = "org.apache.hadoop.mapreduce.lib.output.committer.manifest.files.TaskManifest/1"
 MANIFEST_VERSION = 1
@@ -184,6 +185,7 @@ def check_manifest(manifest: TaskManifest, where: str, *, job_id: str, job_dir: 
     if not is_inside(attempt_dir, job_dir):
         raise CorruptFileError(where, "taskAttemptID", "names a directory outside the job")
     temporary = posixpath.join(dest, "_temporary")
+    success_marker = posixpath.join(dest, SUCCESS_FILE)
     checked: list[CheckedFile] = []
     seen: set[str] = set()
     for index, entry in enumerate(manifest.files):
@@ -197,6 +199,12 @@ def check_manifest(manifest: TaskManifest, where: str, *, job_id: str, job_dir: 
         if not is_inside(target, dest) or target == temporary or is_inside(target, temporary):
             raise CorruptFileError(where, f"files[{index}].d",
                                    f"destination {entry.dest} is not inside the job's destination")
+        # _SUCCESS is the committer's: the job's summary would overwrite (lose) the file, or
+        # the file would pass for a summary.
+        if target == success_marker:
+            raise CorruptFileError(where, f"files[{index}].d",
+                                   f"destination {entry.dest} is reserved for the job's "
+                                   f"{SUCCESS_FILE} summary")
         if target in seen:
             raise CorruptFileError(where, f"files[{index}].d",
                                    f"destination {entry.dest} appears twice")
