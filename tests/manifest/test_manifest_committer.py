@@ -509,3 +509,27 @@ def test_success_metrics_survive_a_resumed_commit(dest: str) -> None:
     assert success.metrics["commit.resumed"] == 1
     assert sorted(f.rsplit("/", 1)[-1] for f in success.filenames) == sorted(
         p.rsplit("/", 1)[-1] for p in expected)
+
+
+def test_manifest_naming_another_tasks_uncommitted_attempt_is_refused(dest: str) -> None:
+    # Continuity of correctness: task 1's attempt 0 never committed; a manifest of task 0
+    # that names that attempt must not make its files visible.
+    committer, job, _ = setup(dest)
+    messages, _ = run_job_tasks(committer, job, tasks=2, n=1)
+    zombie = job.task_attempt(1, attempt=1)
+    committer.setup_task(zombie)
+    zombie_dir = committer.work_path(zombie)
+    with committer.filesystem(zombie).open(posixpath.join(zombie_dir, "zombie.txt"), "wb") as f:
+        f.write(b"never committed")
+    store, path = view(dest)
+    tampered = json.loads(json.dumps(messages[0]))
+    tampered["taskAttemptID"] = zombie.attempt_id
+    tampered["taskAttemptDir"] = store.url(zombie_dir)
+    tampered["files"] = [{"s": store.url(posixpath.join(zombie_dir, "zombie.txt")),
+                          "d": store.url(store.join(path, "zombie.txt")), "z": 15}]
+    before = _state(dest)
+    with pytest.raises(JobCommitError, match="is not an attempt of task") as failure:
+        committer.commit_job(job, [tampered, messages[1]])
+    assert isinstance(failure.value.__cause__, CorruptFileError)
+    assert failure.value.__cause__.field == "taskAttemptID"
+    assert _state(dest) == before

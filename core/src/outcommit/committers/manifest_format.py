@@ -181,6 +181,15 @@ def check_manifest(manifest: TaskManifest, where: str, *, job_id: str, job_dir: 
                                f"{manifest.task_attempt_id!r} is not an attempt of job {job_id}")
     if not manifest.task_id.startswith(f"task_{job_id}_"):
         raise CorruptFileError(where, "taskID", f"{manifest.task_id!r} is not a task of job {job_id}")
+    # attempt_<job>_<jobAttempt>_<task index>_<attempt>: a manifest naming another task's
+    # attempt (say, one that never committed) would make that attempt's output visible.
+    numbers = manifest.task_attempt_id[len(f"attempt_{job_id}_"):].split("_")
+    if (len(numbers) != 3 or not all(n.isdigit() for n in numbers)
+            or numbers[1] != manifest.task_id[len(f"task_{job_id}_"):]
+            or int(numbers[0]) != manifest.job_attempt):
+        raise CorruptFileError(where, "taskAttemptID",
+                               f"{manifest.task_attempt_id!r} is not an attempt of task "
+                               f"{manifest.task_id} in job attempt {manifest.job_attempt}")
     attempt_dir = attempt_dir_of(manifest.task_attempt_id, manifest.job_attempt)
     if not is_inside(attempt_dir, job_dir):
         raise CorruptFileError(where, "taskAttemptID", "names a directory outside the job")
