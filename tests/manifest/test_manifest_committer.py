@@ -533,3 +533,25 @@ def test_manifest_naming_another_tasks_uncommitted_attempt_is_refused(dest: str)
     assert isinstance(failure.value.__cause__, CorruptFileError)
     assert failure.value.__cause__.field == "taskAttemptID"
     assert _state(dest) == before
+
+
+class ProbedThroughFaults(FaultInjectingStore):
+    """Answers rename_outcome with the default evidence, read through the faulty requests."""
+
+    def rename_outcome(self, src: str, dst: str, src_info: FileInfo) -> Any:
+        return Store.rename_outcome(self, src, dst, src_info)
+
+
+def test_throttled_evidence_requests_are_retried_not_fatal(dest: str) -> None:
+    victim = "part-00000-0.txt"
+    rename = Fault("rename_file", path_contains=victim, when="after", error=dropped)
+    probe = Fault("info", path_contains=victim, times=2, error=throttled)
+    store = ProbedThroughFaults(open_store(dest, FAST), [rename, probe])
+    committer, job, _ = setup(dest, store=store)
+    messages, expected = run_job_tasks(committer, job, tasks=2)
+    summary = committer.commit_job(job, messages)
+    assert rename.fired == 1 and probe.fired == 2
+    assert summary.metrics["rename.recovered"] == 1
+    assert summary.metrics["store.throttled"] == 2
+    plain, path = view(dest)
+    assert visible_files(plain, path) == expected

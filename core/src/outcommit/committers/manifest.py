@@ -402,7 +402,10 @@ class ManifestCommitter(Committer):
                 return
             except Exception as exc:
                 failure = exc
-            outcome = self.store.rename_outcome(entry.source, entry.dest, known)
+            # The evidence is store requests too: under throttling they are retried, not fatal.
+            outcome = self._with_retries(
+                lambda: self.store.rename_outcome(entry.source, entry.dest, known),
+                f"check rename of {entry.source}", stats)
             if isinstance(failure, FileExistsError) and outcome != "done":
                 # Not our own earlier rename (a resumed commit): someone else's file is there.
                 raise RenameFailed(
