@@ -56,10 +56,22 @@ def ensure_azurite(directory: Path | None = None, timeout: float = 600) -> Path:
     with open(directory / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two test processes must not install at once
         if not binary.exists():
-            subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save",
-                            "--prefix", str(directory), AZURITE_PACKAGE],
-                           check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           timeout=timeout)
+            command = [npm, "install", "--no-audit", "--no-fund", "--no-save",
+                       "--prefix", str(directory), AZURITE_PACKAGE]
+            try:
+                subprocess.run(command, check=True, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
+            except subprocess.CalledProcessError as exc:
+                detail = (exc.stderr or b"").decode(errors="replace").strip()[-2000:]
+                raise RuntimeError(
+                    f"installing Azurite failed: `npm install {AZURITE_PACKAGE}` into {directory} "
+                    f"exited with {exc.returncode} (is the npm registry reachable?): {detail}"
+                ) from None
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(
+                    f"installing Azurite timed out after {timeout:.0f} s: `npm install "
+                    f"{AZURITE_PACKAGE}` into {directory} (is the npm registry reachable?)"
+                ) from None
     if not binary.exists():
         raise RuntimeError(f"npm installed Azurite but {binary} is missing")
     return binary
