@@ -118,7 +118,7 @@ class MultipartCommitter(Committer):
         self.mp = mp
         self.abort_pending = self.config.get_bool("outcommit.s3.abort-pending-uploads", True)
         self.inline_limit = self.config.get_int(INLINE_LIMIT, 200, minimum=0)
-        self.reserved = (self.job_dir_prefix, "__magic", "_temporary")
+        self.reserved = ("__magic", *JOB_DIR_PREFIXES, "_temporary")
         self._sweep_skipped = False
 
     # -- where the job's state lives (overridden by staging's shared directory) -----------------
@@ -427,7 +427,7 @@ class MultipartCommitter(Committer):
                 return True
             if delete_completed:
                 current = self.store.info(commit.path)
-                expected = multipart_etag(commit.etags)
+                expected = multipart_etag(commit.etags) if commit.etags else None
                 # Only an object carrying exactly these parts' etag is this job's output.
                 if current is not None and expected is not None and current.etag == expected:
                     self.store.delete(commit.path)
@@ -474,10 +474,9 @@ class MultipartCommitter(Committer):
             if not info.path.endswith((PENDINGSET_SUFFIX, PENDING_SUFFIX)):
                 continue
             try:
-                data = json.loads(self.meta.read_bytes(info.path))
-            except (OSError, ValueError):
+                found.extend(abortable_commits(self.meta, info.path, expect))
+            except OSError:
                 continue
-            found.extend(salvage_commits(data, expect))
         return found
 
     def abort_job(self, job: JobContext) -> None:
@@ -515,16 +514,24 @@ class MultipartCommitter(Committer):
         """Abort the uploads of this attempt's published pendingset and release its claim."""
         path = self.pendingset_path(task)
         try:
-            data = json.loads(self.meta.read_bytes(path))
+            commits = abortable_commits(self.meta, path, self.expectations(task.job))
         except FileNotFoundError:
             return
-        except ValueError:
-            data = None
-        self.abort_commits(task, salvage_commits(data, self.expectations(task.job)))
+        self.abort_commits(task, commits)
         claim = self.meta.join(self.task_pendingsets_dir(task), CLAIM)
         if self._read_attempt(claim) == task.attempt_id:
             self.meta.delete(claim)
         self.meta.delete(path)
+
+
+def abortable_commits(store: Store, path: str, expect: Expectations) -> list[PendingCommit]:
+    """The contained uploads a pending file identifies, however corrupt it is (for aborts)."""
+    raw = store.read_bytes(path)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON: scan the text for entries
+        return salvage_commits(None, expect, raw)
+    return salvage_commits(data, expect)
 
 
 def _inside(path: str, root: str) -> bool:

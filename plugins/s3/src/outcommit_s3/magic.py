@@ -24,8 +24,8 @@ from outcommit.committer import is_inside, relative_to
 from outcommit.context import TaskAttemptContext
 from outcommit.errors import CorruptFileError, TaskCommitError
 
-from .commitbase import MultipartCommitter, parallel
-from .pending import PENDING_SUFFIX, PendingCommit, PendingSet, parse_commit, salvage_commits
+from .commitbase import MultipartCommitter, abortable_commits, parallel
+from .pending import PENDING_SUFFIX, PendingCommit, PendingSet, parse_commit
 from .settings import DEFAULT_PART_SIZE
 
 MAGIC = "__magic"
@@ -258,8 +258,8 @@ class MagicCommitter(MultipartCommitter):
             commits: list[PendingCommit] = []
             for path in self._pending_files(task):
                 try:
-                    commits.extend(salvage_commits(self.store.load_json(path), expect))
-                except (OSError, CorruptFileError):
+                    commits.extend(abortable_commits(self.store, path, expect))
+                except OSError:
                     log.warning("unreadable %s: its upload is left to the job's cleanup", path)
             self.abort_commits(task, commits)
             self.abort_published(task)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from .multipart import MAX_PARTS
 PENDING_SUFFIX = ".pending"
 PENDINGSET_SUFFIX = ".pendingset"
 VERSION = 2
+URI_SCHEMES = ("s3", "s3a", "s3n")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -106,7 +108,7 @@ class Expectations:
 
     job_id: str
     destination: str            # store path, e.g. bucket/table
-    reserved: tuple[str, ...]   # top-level names inside the destination no commit may target
+    reserved: tuple[str, ...]   # prefixes of top-level names inside the destination no commit may target
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type, where: str, prefix: str = "") -> Any:
@@ -144,12 +146,32 @@ def parse_commit(data: Any, where: str, expect: Expectations, prefix: str = "") 
     if job_id != expect.job_id:
         raise CorruptFileError(where, prefix + "jobId",
                                f"belongs to job {job_id!r}, not {expect.job_id!r}")
+    uri = _check_target(data, bucket, key, where, expect, prefix)
+    created = data.get("created") or 0
+    if not isinstance(created, int) or isinstance(created, bool):
+        raise CorruptFileError(where, prefix + "created", f"must be int, found {type(created).__name__}")
+    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id,
+                         etags=tuple(e.strip('"') for e in etags), length=length, job_id=job_id,
+                         task_id=str(data.get("taskId", "")), uri=uri,
+                         filename=str(data.get("filename", "")), created=created)
+
+
+def _check_target(data: Mapping[str, Any], bucket: str, key: str, where: str, expect: Expectations,
+                  prefix: str) -> str:
+    """Containment of one entry's target: the job's bucket, inside the destination, not reserved.
+
+    Returns the entry's uri (validated against bucket/destinationKey when present).
+    """
     dest_bucket = expect.destination.partition("/")[0]
     if bucket != dest_bucket:
         raise CorruptFileError(where, prefix + "bucket",
                                f"names bucket {bucket!r}; the job writes to bucket {dest_bucket!r}")
     uri = data.get("uri", "")
-    if uri and uri.split("://", 1)[-1] != f"{bucket}/{key}":
+    if not isinstance(uri, str):
+        raise CorruptFileError(where, prefix + "uri", f"must be str, found {type(uri).__name__}")
+    # A uri naming another store or object than bucket/destinationKey is a tampered entry.
+    scheme, sep, rest = uri.partition("://")
+    if uri and (not sep or scheme not in URI_SCHEMES or rest != f"{bucket}/{key}"):
         raise CorruptFileError(where, prefix + "uri", f"{uri!r} disagrees with bucket/destinationKey")
     try:
         relative = relative_to(f"{bucket}/{key}", expect.destination)
@@ -157,14 +179,12 @@ def parse_commit(data: Any, where: str, expect: Expectations, prefix: str = "") 
         raise CorruptFileError(where, prefix + "destinationKey",
                                f"{key!r} is outside the job's destination {expect.destination}") from None
     top = relative.split("/", 1)[0]
-    if top in expect.reserved or any(top.startswith(r) for r in expect.reserved if r.endswith("-")) \
-            or relative == "_SUCCESS":
+    # Any magic or staging job directory (this job's or another's): its state, never data.
+    if any(p.startswith("__magic") for p in relative.split("/")) \
+            or any(top.startswith(r) for r in expect.reserved) or relative == "_SUCCESS":
         raise CorruptFileError(where, prefix + "destinationKey",
-                               f"{key!r} targets the committer's own area {top!r}")
-    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id,
-                         etags=tuple(e.strip('"') for e in etags), length=length, job_id=job_id,
-                         task_id=str(data.get("taskId", "")), uri=str(uri),
-                         filename=str(data.get("filename", "")), created=int(data.get("created") or 0))
+                               f"{key!r} targets a committer's own area {top!r}")
+    return uri
 
 
 def parse_pendingset(data: Any, where: str, expect: Expectations) -> PendingSet:
@@ -196,19 +216,61 @@ def check_unique(commits: Iterable[PendingCommit], where: str) -> None:
         seen[commit.path] = commit.upload_id
 
 
-def salvage_commits(data: Any, expect: Expectations) -> list[PendingCommit]:
-    """The individually valid, contained commits of a corrupt file (so an abort can abort them)."""
+def salvage_commits(data: Any, expect: Expectations, raw: bytes | None = None) -> list[PendingCommit]:
+    """Every contained upload a corrupt file still identifies (so an abort can abort it).
+
+    Aborting needs only bucket, destinationKey and uploadId: an entry with broken etags,
+    length, version or jobId is still aborted, but never one whose target is outside the
+    destination. ``raw`` (the file's bytes) is scanned when ``data`` is not valid JSON.
+    """
+    if data is None and raw is not None:
+        return _scan_raw(raw, expect)
     entries = data.get("commits") if isinstance(data, Mapping) else None
     if entries is None and isinstance(data, Mapping):
         entries = [data]  # a single .pending
     found = []
     for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, Mapping):
-            entry = {**entry, "jobId": expect.job_id, "version": VERSION}
+        commit = _abortable(entry, expect)
+        if commit is not None:
+            found.append(commit)
+    return found
+
+
+def _abortable(entry: Any, expect: Expectations) -> PendingCommit | None:
+    if not isinstance(entry, Mapping):
+        return None
+    bucket, key, upload_id = entry.get("bucket"), entry.get("destinationKey"), entry.get("uploadId")
+    if not (isinstance(bucket, str) and isinstance(key, str) and isinstance(upload_id, str)
+            and upload_id.strip()):
+        return None
+    try:
+        _check_target({}, bucket, key, "salvage", expect, "")
+    except CorruptFileError:
+        return None
+    etags = entry.get("etags")
+    good = isinstance(etags, list) and bool(etags) and all(isinstance(e, str) and e for e in etags)
+    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id,
+                         etags=tuple(e.strip('"') for e in etags) if good else (),
+                         length=0, job_id=expect.job_id)
+
+
+# One commit entry as this module writes it: bucket, destinationKey, uploadId in that order.
+_ENTRY = re.compile(r'"bucket"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*'
+                    r'"destinationKey"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*'
+                    r'"uploadId"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _scan_raw(raw: bytes, expect: Expectations) -> list[PendingCommit]:
+    """Entries of a file that is no longer valid JSON (truncated, edited), found by pattern."""
+    found = []
+    for match in _ENTRY.finditer(raw.decode("utf-8", errors="replace")):
         try:
-            found.append(parse_commit(entry, "salvage", expect))
-        except CorruptFileError:
+            bucket, key, upload_id = (json.loads(g) for g in match.groups())
+        except ValueError:
             continue
+        commit = _abortable({"bucket": bucket, "destinationKey": key, "uploadId": upload_id}, expect)
+        if commit is not None:
+            found.append(commit)
     return found
 
 
