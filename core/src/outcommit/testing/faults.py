@@ -53,12 +53,10 @@ class Fault:
     def matches(self, operation: str, args: tuple[Any, ...]) -> bool:
         if operation != self.operation:
             return False
-        if self.path_contains is not None:
-            if not any(isinstance(a, str) and self.path_contains in a for a in args):
-                return False
-        if self.predicate is not None and not self.predicate(operation, args):
+        if self.path_contains is not None and not any(
+                isinstance(a, str) and self.path_contains in a for a in args):
             return False
-        return True
+        return self.predicate is None or self.predicate(operation, args)
 
     def make_error(self, operation: str, args: tuple[Any, ...]) -> BaseException:
         message = f"injected fault {self.when} {operation}{args!r}"
