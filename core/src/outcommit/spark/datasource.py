@@ -152,7 +152,9 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
                     options=plan.file_options, on_file=fail_mid_write)
             if fail_now:
                 fail_mid_write(len(written) + 1, "")
-            message = committer.commit_task(task) if committer.needs_task_commit(task) else None
+            # An attempt that wrote files must commit; asking the store first costs a listing.
+            needs_commit = bool(written) or committer.needs_task_commit(task)
+            message = committer.commit_task(task) if needs_commit else None
         except InjectedTaskFailure:
             raise  # a killed attempt cleans nothing up: job commit/abort must
         except BaseException:
