@@ -116,3 +116,24 @@ def test_unsafe_committer_fails_before_any_task(spark: Any, moto: Any, s3_dest: 
     store = open_store(s3_dest, moto.config)
     assert store.list_files(store.strip(s3_dest)) == []
     assert leftovers(s3_dest, moto.config) == []
+
+
+def test_store_settings_from_spark_hadoop_keys(spark: Any, moto: Any, s3_dest: str) -> None:
+    """Endpoint and credentials set the way a Spark user sets them for S3A; no write options."""
+    import outcommit.spark
+
+    try:
+        for key, value in moto.hadoop_config.items():
+            spark.conf.set(key, value)
+        spark.conf.set("spark.hadoop.fs.s3a.committer.name", "magic")
+        outcommit.spark.register(spark)
+        df = events(spark, rows=300, partitions=2)
+        df.write.format("outcommit").mode("append").save(s3_dest)
+    finally:
+        for key in [*moto.hadoop_config, "spark.hadoop.fs.s3a.committer.name"]:
+            spark.conf.unset(key)
+        outcommit.spark.register(spark)
+    assert sorted(read_back(s3_dest, moto.config)) == sorted(as_strings(df.collect()))
+    summary = success_of(s3_dest, moto.config)
+    assert summary.committer == "magic"
+    assert "fs.s3a.committer.name=magic" in summary.diagnostics["selection"]
