@@ -163,12 +163,14 @@ class MultipartCommitter(Committer):
         On any failure the attempt's uploads are aborted: nothing of it can be committed.
         """
         log = self.logger(task)
+        path = self.pendingset_path(task)
+        created: list[str] = []  # files this call created: removed again if it fails
         try:
             self.require_job(task.job, TaskCommitError)
             data = pendingset.to_bytes()
-            path = self.pendingset_path(task)
             try:
                 self.meta.create_exclusive(path, data)
+                created.append(path)
             except FileExistsError:
                 # A retried task commit of this same attempt: fine if it says the same.
                 existing = self.meta.load_json(path)
@@ -178,12 +180,19 @@ class MultipartCommitter(Committer):
                                           "uploads: this attempt's task commit cannot be repeated") \
                         from None
                 data = self.meta.read_bytes(path)
-            self._claim(task)
+            created += self._claim(task)
             # The job may have been committed or aborted while we uploaded: then nothing of
             # ours may stay pending (a late attempt must never leak).
             self.require_job(task.job, TaskCommitError)
         except BaseException:
             self.abort_commits(task.job, pendingset.commits)
+            # A late attempt's files would recreate a finished job's directory: a stray
+            # job directory turns the destination's pending-upload sweep off for good.
+            for leftover in created:
+                try:
+                    self.meta.delete(leftover)
+                except Exception:
+                    log.warning("could not delete %s", self.meta.url(leftover), exc_info=True)
             raise
         message = pendingset.to_dict()
         message.update({"jobAttempt": task.job.attempt, "pendingset": self.meta.url(path),
@@ -196,17 +205,20 @@ class MultipartCommitter(Committer):
                  len(pendingset.commits), pendingset.length)
         return message
 
-    def _claim(self, task: TaskAttemptContext) -> None:
+    def _claim(self, task: TaskAttemptContext) -> list[str]:
+        """Claim the task for this attempt if no attempt has; returns the files created."""
         claim = self.meta.join(self.task_pendingsets_dir(task), CLAIM)
         body = json.dumps({"taskAttemptId": task.attempt_id, "time": time.time()}).encode()
         try:
             self.meta.create_exclusive(claim, body)
+            return [claim]
         except FileExistsError:
             holder = self._read_attempt(claim)
             if holder != task.attempt_id:
                 self.logger(task).warning(
                     "task %s was first committed by %s; %s is committed only if the driver allows "
                     "it or passes its message to commit_job", task.task_id, holder, task.attempt_id)
+        return []
 
     def _read_attempt(self, path: str) -> str | None:
         try:

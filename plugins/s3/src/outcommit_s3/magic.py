@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import threading
 from typing import Any
 
 import fsspec
@@ -97,16 +98,30 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
         commit = PendingCommit(bucket=bucket, key=key, upload_id=self.upload_id,
                                etags=tuple(self.etags), length=self.length, job_id=self.task.job_id,
                                task_id=self.task.task_id, filename=posixpath.basename(self.path))
+        pending = self.path + PENDING_SUFFIX
         try:
-            store.write_bytes(self.path + PENDING_SUFFIX, json.dumps(commit.to_dict()).encode())
+            store.write_bytes(pending, json.dumps(commit.to_dict()).encode())
             put_marker = getattr(store, "put_marker", None)
             if put_marker is not None:
                 put_marker(self.path, {MARKER_LENGTH_HEADER: str(self.length)})
             else:
                 store.write_bytes(self.path, b"")
+            # A writer that outlived its job (a straggler closing after job commit or abort)
+            # must not leave a pending upload, nor recreate the finished job's directory.
+            self.committer.require_job(self.task.job, TaskCommitError)
         except BaseException:
             self.committer.mp.abort(self.final_path, self.upload_id)
+            for leftover in (pending, self.path):
+                try:
+                    store.delete(leftover)
+                except Exception:
+                    self.committer.logger(self.task).warning("could not delete %s", leftover,
+                                                             exc_info=True)
             raise
+        # The same path written again: its earlier upload is replaced, and must not leak.
+        replaced = self.fs.record_upload(self.path, self.upload_id)
+        if replaced is not None:
+            self.committer.mp.abort(self.final_path, replaced)
 
     def discard(self) -> None:
         """Throw the data away: abort the upload, save nothing."""
@@ -117,6 +132,12 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
                 self.committer.logger(self.task).warning("could not abort upload %s", self.upload_id,
                                                          exc_info=True)
         self.closed = True
+
+    def __del__(self) -> None:
+        # Garbage-collected without close(): the writer never finished this file, so it is
+        # thrown away rather than saved (a partial file must never become committable).
+        if not self.closed:
+            self.discard()
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
         # A writer that failed must not leave a .pending that a task commit would publish.
@@ -143,19 +164,66 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
     def _final(self, path: str) -> str | None:
         return magic_destination(self.committer.dest, self._strip_protocol(path))
 
+    def record_upload(self, path: str, upload_id: str) -> str | None:
+        """Remember the upload saved at magic ``path``; returns the one it replaces, if any."""
+        return self.committer.record_magic_upload(self.task, path, upload_id)
+
+    def _check_write(self, path: str) -> str | None:
+        """Final path of a write to ``path``; refuses writes that would bypass the commit.
+
+        Inside the destination a task may write only under its own ``__base``: a write to
+        the destination itself would be visible at once, one under another attempt's
+        ``__base`` would be committed as that attempt's, and a ``..`` path is ambiguous.
+        """
+        stripped = self._strip_protocol(path)
+        if any(part in ("", ".", "..") for part in stripped.split("/")):
+            raise ValueError(f"{path}: empty, '.' and '..' path components are not allowed")
+        base = self.committer.work_path(self.task)
+        if not is_inside(stripped, self.committer.dest):
+            return None  # not the committer's business: the plain filesystem
+        if not is_inside(stripped, base):
+            raise ValueError(f"{path} is inside the destination but not under the task's work "
+                             f"path {base}: write there, or the commit protocol is bypassed")
+        final = self._final(stripped)
+        assert final is not None
+        relative = relative_to(final, self.committer.dest)
+        if relative == "_SUCCESS" or any(p.startswith(MAGIC) for p in relative.split("/")) \
+                or stripped.endswith(PENDING_SUFFIX):
+            raise ValueError(f"{path} maps to {final}, which the committer reserves")
+        return final
+
     def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True,
               cache_options: Any = None, **kwargs: Any) -> Any:
-        final = self._final(path)
-        if final is None or "r" in mode:
+        if "r" in mode:
+            return self.inner.open(path, mode, block_size=block_size, **kwargs)
+        final = self._check_write(path)
+        if final is None:
             return self.inner.open(path, mode, block_size=block_size, **kwargs)
         if "a" in mode:
             raise ValueError(f"cannot append to {path}: files under __magic are write-once")
-        relative = relative_to(final, self.committer.dest)
-        if relative == "_SUCCESS" or relative.split("/")[0].startswith(MAGIC):
-            raise ValueError(f"{path} maps to {final}, which the committer reserves")
         # A stale attempt writing after job commit or abort is refused before any upload starts.
         self.committer.require_job(self.task.job, TaskCommitError)
         return MagicUploadFile(self, self._strip_protocol(path), final, self.part_size)
+
+    def _forget(self, path: str, recursive: bool) -> None:
+        """Abort the pending uploads of magic files about to be deleted (else job commit
+        would complete them: a deleted file would reappear in the output)."""
+        stripped = self._strip_protocol(path)
+        if self._final(stripped + "/x") is None and self._final(stripped) is None:
+            return
+        store = self.committer.store
+        pending = [stripped + PENDING_SUFFIX]
+        if recursive:
+            pending += [f.path for f in store.list_files(stripped) if f.path.endswith(PENDING_SUFFIX)]
+        expect = self.committer.expectations(self.task.job)
+        for name in pending:
+            try:
+                commits = abortable_commits(store, name, expect)
+            except FileNotFoundError:
+                continue
+            self.committer.abort_commits(self.task, commits)
+            store.delete(name)
+            self.committer.record_magic_upload(self.task, name[:-len(PENDING_SUFFIX)], None)
 
     # Directories do not exist on S3; creating one under __magic is a no-op.
     def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
@@ -179,16 +247,19 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         return self.inner.cat_file(path, start=start, end=end, **kwargs)
 
     def rm_file(self, path: str) -> None:
+        self._forget(path, recursive=False)
         self.inner.rm_file(path)
 
     def rm(self, path: Any, recursive: bool = False, maxdepth: Any = None) -> None:
+        for one in path if isinstance(path, list) else [path]:
+            self._forget(one, recursive)
         self.inner.rm(path, recursive=recursive, maxdepth=maxdepth)
 
     def rmdir(self, path: str) -> None:
         """Nothing to remove on S3."""
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
-        if self._final(path2) is not None:
+        if self._check_write(path2) is not None:
             raise ValueError("copy into a magic path is not supported: write the file instead")
         self.inner.cp_file(path1, path2, **kwargs)
 
@@ -205,6 +276,26 @@ class MagicCommitter(MultipartCommitter):
     name = "magic"
     requires = (caps.MULTIPART_DELAYED_COMPLETION, caps.LISTING_CONSISTENT)
     job_dir_prefix = f"{MAGIC}_job-"
+
+    def __init__(self, destination: str, store: Any, config: Any = None) -> None:
+        super().__init__(destination, store, config)
+        self._magic_uploads: dict[tuple[str, str], str] = {}
+        self._magic_lock = threading.Lock()
+
+    def record_magic_upload(self, task: TaskAttemptContext, path: str,
+                            upload_id: str | None) -> str | None:
+        """The upload now saved at a magic path (None: forget it); returns the one it replaced."""
+        with self._magic_lock:
+            key = (task.attempt_id, path)
+            previous = self._magic_uploads.pop(key, None)
+            if upload_id is not None:
+                self._magic_uploads[key] = upload_id
+        return previous if previous != upload_id else None
+
+    def _forget_attempt(self, task: TaskAttemptContext) -> None:
+        with self._magic_lock:
+            for key in [k for k in self._magic_uploads if k[0] == task.attempt_id]:
+                del self._magic_uploads[key]
 
     def task_attempt_dir(self, task: TaskAttemptContext) -> str:
         return self.store.join(self.job_attempt_dir(task.job), TASKS, task.attempt_id)
@@ -249,6 +340,7 @@ class MagicCommitter(MultipartCommitter):
                                 commits=sorted(commits, key=lambda c: c.key), committer=self.name)
         message = self.publish_task(task, pendingset)
         self.store.delete(self.task_attempt_dir(task), recursive=True)
+        self._forget_attempt(task)
         return message
 
     def abort_task(self, task: TaskAttemptContext) -> None:
@@ -264,5 +356,6 @@ class MagicCommitter(MultipartCommitter):
             self.abort_commits(task, commits)
             self.abort_published(task)
             self.store.delete(self.task_attempt_dir(task), recursive=True)
+            self._forget_attempt(task)
         except Exception:  # abort never raises
             log.warning("abort of task attempt %s failed", task.attempt_id, exc_info=True)

@@ -1,0 +1,165 @@
+"""The magic filesystem as writers use it, and attempts that outlive their job."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import outcommit
+from outcommit import JobContext
+from outcommit.errors import TaskCommitError
+from outcommit.testing.conformance import leftovers, visible_files
+from outcommit.testing.faults import Fault, FaultInjectingStore
+
+pytestmark = pytest.mark.s3
+
+MiB = 1024 * 1024
+NO_SWEEP = {"outcommit.s3.abort-pending-uploads": "false"}
+
+
+@pytest.fixture
+def config(s3_config):
+    return {**s3_config, "outcommit.committer.unique-filenames": "false", **NO_SWEEP}
+
+
+def start(url, config, name="magic", store=None, **extra):
+    committer = outcommit.create_committer(url, {**config, **extra}, name, store=store)
+    job = JobContext(url, config=committer.config)
+    committer.setup_job(job)
+    return committer, job
+
+
+def task_fs(committer, job, index=0, attempt=0):
+    task = job.task_attempt(index, attempt)
+    committer.setup_task(task)
+    return task, committer.filesystem(task), committer.work_path(task)
+
+
+def outcome(url, config):
+    store = outcommit.open_store(url, config)
+    return visible_files(store, store.strip(url)), leftovers(store, store.strip(url))
+
+
+def test_rm_of_magic_files_aborts_their_uploads(config, s3_root):
+    url = f"{s3_root}/rm"
+    committer, job = start(url, config)
+    task, fs, base = task_fs(committer, job)
+    for rel in ("a.txt", "b.txt", "d/x.txt", "d/y.txt"):
+        fs.pipe_file(f"{base}/{rel}", rel.encode())
+    fs.rm(f"{base}/a.txt")
+    fs.rm(f"{base}/d", recursive=True)
+    committer.commit_job(job, [committer.commit_task(task)])
+    assert outcome(url, config) == ({"b.txt": b"b.txt"}, [])
+
+
+def test_writing_one_path_twice_keeps_the_last_and_leaks_nothing(config, s3_root):
+    url = f"{s3_root}/twice"
+    committer, job = start(url, config)
+    task, fs, base = task_fs(committer, job)
+    with fs.open(f"{base}/a.txt", "wb") as f:
+        f.write(b"first")
+    with fs.open(f"{base}/a.txt", "wb") as f:
+        f.write(b"second")
+    committer.commit_job(job, [committer.commit_task(task)])
+    assert outcome(url, config) == ({"a.txt": b"second"}, [])
+
+
+@pytest.mark.parametrize("target", [
+    "{dest}/direct.txt",                  # straight into the destination: visible at once
+    "{base}/../x.txt",                    # '..' in the relative path
+    "{base}//x.txt",
+    "{other}/x.txt",                      # another attempt's work path
+    "{base}/sub/__magic/y/__base/z.txt",  # maps into a magic area
+    "{base}/x.pending",                   # collides with the committer's own files
+    "{base}/_SUCCESS",
+])
+def test_writes_that_bypass_the_protocol_are_refused(target, config, s3_root):
+    url = f"{s3_root}/refuse"
+    committer, job = start(url, config)
+    task, fs, base = task_fs(committer, job)
+    other = committer.work_path(job.task_attempt(0, 1))
+    path = target.format(dest=committer.dest, base=base, other=other)
+    with pytest.raises(ValueError), fs.open(path, "wb") as f:
+        f.write(b"x")
+    with pytest.raises(ValueError):
+        fs.pipe_file(path, b"x")
+    assert not committer.needs_task_commit(task)
+    committer.abort_job(job)
+    assert outcome(url, config) == ({}, [])
+
+
+def test_an_unclosed_file_is_discarded_not_saved(config, s3_root):
+    url = f"{s3_root}/unclosed"
+    committer, job = start(url, config, **{"outcommit.s3.multipart.part-size": str(5 * MiB)})
+    task, fs, base = task_fs(committer, job)
+    f = fs.open(f"{base}/partial.bin", "wb")
+    f.write(b"p" * (5 * MiB + 1))  # one part uploaded: the upload exists
+    store = outcommit.open_store(url, config)
+    assert len(store.multipart().list_pending(store.strip(url))) == 1
+    del f
+    gc.collect()
+    assert not committer.needs_task_commit(task)
+    assert store.multipart().list_pending(store.strip(url)) == []
+    committer.cleanup_job(job)
+
+
+def test_files_at_and_around_the_part_size(config, s3_root):
+    url = f"{s3_root}/parts"
+    committer, job = start(url, config, **{"outcommit.s3.multipart.part-size": str(5 * MiB)})
+    task, fs, base = task_fs(committer, job)
+    sizes = {"one.bin": 5 * MiB, "two.bin": 10 * MiB, "three.bin": 10 * MiB + 1}
+    data = {name: bytes([i + 1]) * size for i, (name, size) in enumerate(sizes.items())}
+    for name, payload in data.items():
+        with fs.open(f"{base}/{name}", "wb") as f:
+            for start_at in range(0, len(payload), 3 * MiB):  # writes that straddle parts
+                f.write(payload[start_at:start_at + 3 * MiB])
+    message = committer.commit_task(task)
+    parts = {c["destinationKey"].rsplit("/", 1)[1]: len(c["etags"]) for c in message["commits"]}
+    assert parts == {"one.bin": 1, "two.bin": 2, "three.bin": 3}
+    committer.commit_job(job, [message])
+    assert outcome(url, config) == (data, [])
+
+
+def test_a_straggler_closing_after_job_commit_leaves_nothing(config, s3_root):
+    url = f"{s3_root}/straggler"
+    committer, job = start(url, config)
+    task, fs, base = task_fs(committer, job, 0)
+    fs.pipe_file(f"{base}/a.txt", b"a")
+    message = committer.commit_task(task)
+    _, late_fs, late_base = task_fs(committer, job, 0, attempt=1)  # speculative copy
+    late = late_fs.open(f"{late_base}/a.txt", "wb")
+    late.write(b"late")
+    committer.commit_job(job, [message])
+    with pytest.raises(TaskCommitError):
+        late.close()
+    assert outcome(url, config) == ({"a.txt": b"a"}, [])
+    assert [c.name for c in committer.store.list_dir(committer.dest) if c.is_dir] == []
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_a_task_commit_racing_job_commit_leaves_no_job_directory(name, config, s3_root):
+    url = f"{s3_root}/race"
+    driver, job = start(url, config, name)
+    task, fs, base = task_fs(driver, job, 0)
+    fs.pipe_file(f"{base}/a.txt", b"a")
+    message = driver.commit_task(task)
+
+    late = job.task_attempt(1)
+
+    def commit_the_job_first(operation, args):  # the driver wins the race, then publishing goes on
+        driver.commit_job(job, [message])
+        return False
+
+    store = FaultInjectingStore(outcommit.open_store(url, config), [
+        Fault("create_exclusive", path_contains=f"{late.attempt_id}.pendingset",
+              predicate=commit_the_job_first)])
+    worker = outcommit.create_committer(url, config, name, store=store)
+    worker.setup_task(late)
+    worker_fs, worker_base = worker.filesystem(late), worker.work_path(late)
+    worker_fs.pipe_file(f"{worker_base}/b.txt", b"b")
+    with pytest.raises(TaskCommitError):
+        worker.commit_task(late)
+    assert outcome(url, config) == ({"a.txt": b"a"}, [])
+    # No stray job directory: it would switch the next jobs' pending-upload sweep off.
+    assert [c.name for c in driver.store.list_dir(driver.dest) if c.is_dir] == []
