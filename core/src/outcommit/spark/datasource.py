@@ -128,6 +128,8 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
         from ..engine.writer import write_table
 
         context = TaskContext.get()
+        if context is None:
+            raise RuntimeError("OutcommitWriter.write runs only inside a Spark task")
         index, attempt = context.partitionId(), context.attemptNumber()
         committer, job = self._committer()
         task = job.task_attempt(index, attempt)
@@ -166,10 +168,10 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
             bytes=sum(w.bytes for w in written), paths=[w.path for w in written])
 
     # -- job (driver) ----------------------------------------------------------------
-    def commit(self, messages: list[OutcommitCommitMessage | None]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         _driver_logging()
         committer, job = self._committer()
-        accepted = [m for m in messages if m is not None]
+        accepted = [m for m in messages if isinstance(m, OutcommitCommitMessage)]
         stats = {"rows.written": sum(m.rows for m in accepted),
                  "files.written": sum(m.files for m in accepted),
                  "bytes.written": sum(m.bytes for m in accepted),
@@ -191,7 +193,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
                  stats["bytes.written"], stats["rows.written"], stats["spark.tasks"],
                  stats["spark.task.retries"], time.time() - self.started, summary.metrics)
 
-    def abort(self, messages: list[OutcommitCommitMessage | None]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         _driver_logging()
         try:
             committer, job = self._committer()
