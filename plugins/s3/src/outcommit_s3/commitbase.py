@@ -277,24 +277,57 @@ class MultipartCommitter(Committer):
                                 {"jobId": job.job_id, "started": time.time()})
             removed = self.resolve_conflicts(job, commits)
             self.complete_all(job, commits)
-            self._sweep_skipped = False
-            aborted = self.abort_pending_under_destination(job) if self.abort_pending else 0
+            # The output is complete and visible: nothing below may fail the commit.
+            metrics, diagnostics = self._after_completion(job)
             summary = self.write_success(
                 job, [self.store.url(c.path) for c in commits],
                 metrics={"tasks.committed": len(pendingsets),
                          "bytes.committed": sum(c.length for c in commits),
-                         "uploads.aborted.other": aborted, "conflict.deleted": removed,
-                         "commit.duration.ms": int((time.monotonic() - started) * 1000)})
+                         "conflict.deleted": removed, **metrics,
+                         "commit.duration.ms": int((time.monotonic() - started) * 1000)},
+                diagnostics=diagnostics)
         except CorruptFileError as exc:
             failed = self.failed_commit(job, exc, started, [self.store.url(c.path) for c in commits])
             raise CorruptCommitDataError(str(failed), failed.summary, exc) from exc
         except Exception as exc:
             raise self.failed_commit(job, exc, started, [self.store.url(c.path) for c in commits]) from exc
-        # Every upload of ours is complete; a successful sweep already aborted everything else.
-        self._teardown(job, delete_completed=False, sweep=False,
-                       own_aborts=not self.abort_pending or self._sweep_skipped)
+        # Every upload of this job is now complete or aborted (by the sweep or by _after_completion).
+        self._teardown(job, delete_completed=False, sweep=False, own_aborts=False)
         log.info("committed job: %d files from %d tasks", len(commits), len(pendingsets))
         return summary
+
+    def _after_completion(self, job: JobContext) -> tuple[dict[str, int], dict[str, str]]:
+        """Sweep pending uploads under the destination, or report what stays pending.
+
+        A failed sweep must not fail a job whose output is complete; a skipped or disabled
+        one must not leave uploads pending silently (they cost storage until aborted).
+        """
+        log = self.logger(job)
+        self._sweep_skipped = False
+        sweep = "disabled (outcommit.s3.abort-pending-uploads=false)"
+        if self.abort_pending:
+            try:
+                aborted = self.abort_pending_under_destination(job)
+                if not self._sweep_skipped:
+                    return {"uploads.aborted.other": aborted}, {"uploads.sweep": "done"}
+                sweep = f"skipped: other jobs are active here ({', '.join(self._active_others[:3])})"
+            except Exception as exc:
+                log.warning("aborting pending uploads under %s failed", self.destination, exc_info=True)
+                sweep = f"failed: {type(exc).__name__}: {exc}"
+        try:  # this job's own leftovers (uncommitted attempts), which no sweep covered
+            self.abort_commits(job, self.known_commits(job))
+        except Exception:
+            log.warning("aborting the job's uncommitted uploads failed", exc_info=True)
+        try:
+            remaining = len([p for p in self.mp.list_pending(self.dest + "/") if _inside(p.path, self.dest)])
+        except Exception:
+            log.warning("could not list pending uploads under %s", self.destination, exc_info=True)
+            remaining = -1
+        if remaining:
+            log.warning("%s uploads remain pending under %s (sweep %s): see 'outcommit uploads list "
+                        "%s'", "some" if remaining < 0 else remaining, self.destination, sweep,
+                        self.destination)
+        return {"uploads.pending.remaining": remaining}, {"uploads.sweep": sweep}
 
     def _from_messages(self, job: JobContext, messages: Sequence[Mapping[str, Any]]) -> list[PendingSet]:
         expect = self.expectations(job)
@@ -456,10 +489,12 @@ class MultipartCommitter(Committer):
         """Abort every pending upload under the destination *directory* (never an adjacent prefix)."""
         others = self.other_active_jobs(job)
         if others:
-            # Another driver is writing here: its uploads are not ours to abort.
-            self.logger(job).info("not aborting other pending uploads under %s: jobs %s are active "
-                                  "there", self.destination, ", ".join(others[:3]))
+            # Another driver is writing here: its uploads are not ours to abort. (A crashed
+            # job's directory has the same effect until it is aborted: see docs/s3.md.)
+            self.logger(job).warning("not aborting other pending uploads under %s: job directories "
+                                     "%s exist there", self.destination, ", ".join(others[:3]))
             self._sweep_skipped = True
+            self._active_others = others
             return 0
         pending = [p for p in self.mp.list_pending(self.dest + "/") if _inside(p.path, self.dest)]
         outcomes = parallel(lambda p: self.mp.abort(p.path, p.upload_id), pending, self.threads)
@@ -515,9 +550,12 @@ class MultipartCommitter(Committer):
                 log.warning("aborting pending uploads under %s failed", self.destination, exc_info=True)
         try:
             self.meta.delete(self.job_root(job.job_id), recursive=True)
-            self.cleanup_local(job)
         except Exception:
             log.warning("deleting the job directory failed", exc_info=True)
+        try:  # local staging data goes even when the store is unreachable
+            self.cleanup_local(job)
+        except Exception:
+            log.warning("deleting the job's local directory failed", exc_info=True)
 
     def cleanup_local(self, job: JobContext) -> None:
         """Remove local state of the job (staging directories)."""

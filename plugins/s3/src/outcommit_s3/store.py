@@ -254,8 +254,15 @@ class S3Store(Store):
             by_bucket.setdefault(bucket, []).append(key)
         for bucket, keys in by_bucket.items():
             for start in range(0, len(keys), _DELETE_BATCH):
-                self.client.delete_objects(Bucket=bucket, Delete={
+                response = self.client.delete_objects(Bucket=bucket, Delete={
                     "Objects": [{"Key": k} for k in keys[start:start + _DELETE_BATCH]], "Quiet": True})
+                # DeleteObjects answers 200 with per-key errors: unchecked, a 'replace' would
+                # commit on top of old data it believed deleted.
+                errors = response.get("Errors") or []
+                if errors:
+                    raise OSError(f"could not delete {len(errors)} of {len(keys)} objects in "
+                                  f"{bucket}: {errors[0].get('Key')}: {errors[0].get('Code')} "
+                                  f"{errors[0].get('Message', '')}")
 
     def __repr__(self) -> str:
         return f"<S3Store {self._url} {self.settings.describe()}>"
