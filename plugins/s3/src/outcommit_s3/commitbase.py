@@ -43,7 +43,7 @@ from outcommit.errors import (
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
-from .multipart import multipart_etag
+from .multipart import UploadGoneError, multipart_etag
 from .pending import (
     PENDING_SUFFIX,
     PENDINGSET_SUFFIX,
@@ -452,6 +452,7 @@ class MultipartCommitter(Committer):
             raise DestinationExistsError(
                 f"{where} of {self.destination} already hold data ({self.store.url(existing[0])}, ...) "
                 "and the conflict mode is 'fail': use 'append' or 'replace', or another destination")
+        self._check_completable(commits)
         deleter = getattr(self.store, "delete_many", None)
         if deleter is not None:
             deleter(existing)
@@ -460,6 +461,25 @@ class MultipartCommitter(Committer):
                 self.store.delete(path)
         self.logger(job).info("replace: deleted %d existing files", len(existing))
         return len(existing)
+
+    def _check_completable(self, commits: Sequence[PendingCommit]) -> None:
+        """Before 'replace' deletes old data: every upload is still pending (or already ours).
+
+        An upload aborted meanwhile (another job's sweep, a lifecycle rule, a stray abort)
+        would otherwise be found only at completion, after the old data is gone. One
+        listing per 1000 pending uploads, not a request per file.
+        """
+        pending = {(p.path, p.upload_id) for p in self.mp.list_pending(self.dest + "/")}
+        for commit in commits:
+            if (commit.path, commit.upload_id) in pending:
+                continue
+            current = self.store.info(commit.path)  # completed by an earlier try of this commit?
+            expected = multipart_etag(commit.etags)
+            if current is None or expected is None or current.etag != expected:
+                raise UploadGoneError(
+                    f"upload {commit.upload_id} to {self.store.url(commit.path)} is no longer pending "
+                    "(aborted by a sweep, a lifecycle rule or 'outcommit uploads abort'): nothing was "
+                    "deleted for conflict mode 'replace'; rerun the job")
 
     # -- abort and cleanup --------------------------------------------------------------------------------
     def abort_commits(self, job: JobContext | TaskAttemptContext, commits: Iterable[PendingCommit],
