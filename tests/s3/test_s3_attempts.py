@@ -86,3 +86,19 @@ def test_replace_deletes_nothing_when_an_upload_is_already_gone(name, config, s3
     assert visible_files(store, store.strip(url)) == {"p=1/old.txt": b"old"}  # nothing lost
     committer.abort_job(job)
     assert leftovers(store, store.strip(url)) == []
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_recovering_from_a_corrupt_pendingset_is_a_corrupt_file_error(name, config, s3_root):
+    url = f"{s3_root}/recover"
+    committer, job = start(url, config, name)
+    task = job.task_attempt(0)
+    write(committer, task, {"a.txt": b"a"})
+    committer.commit_task(task)
+    published = committer.meta.join(committer.task_pendingsets_dir(task), f"{task.attempt_id}.pendingset")
+    committer.meta.write_bytes(published, b"{garbage")
+    next_job = JobContext(url, job_id=job.job_id, attempt=1, config=committer.config)
+    committer.setup_job(next_job)
+    with pytest.raises(outcommit.CorruptFileError, match="not valid JSON"):
+        committer.recover_task(next_job.task_attempt(0))
+    committer.abort_job(next_job)

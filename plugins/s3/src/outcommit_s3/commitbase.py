@@ -174,7 +174,9 @@ class MultipartCommitter(Committer):
             except FileExistsError:
                 # A retried task commit of this same attempt: fine if it says the same.
                 existing = self.meta.load_json(path)
-                if [c.get("uploadId") for c in existing.get("commits", [])] != \
+                commits = existing.get("commits") if isinstance(existing, dict) else None
+                if not isinstance(commits, list) or \
+                        [c.get("uploadId") if isinstance(c, dict) else None for c in commits] != \
                         [c.upload_id for c in pendingset.commits]:
                     raise TaskCommitError(f"{self.meta.url(path)} was already published with other "
                                           "uploads: this attempt's task commit cannot be repeated") \
@@ -246,7 +248,11 @@ class MultipartCommitter(Committer):
         if chosen is None:
             return False
         data = self.meta.read_bytes(chosen)
-        pendingset = parse_pendingset(json.loads(data), self.meta.url(chosen), self.expectations(task.job))
+        try:
+            parsed = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise CorruptFileError(self.meta.url(chosen), None, f"not valid JSON: {exc}") from None
+        pendingset = parse_pendingset(parsed, self.meta.url(chosen), self.expectations(task.job))
         target = self.meta.join(self.task_pendingsets_dir(task), posixpath_name(chosen))
         try:
             self.meta.create_exclusive(target, data)
