@@ -39,3 +39,19 @@ def test_demo_without_java_says_what_to_install(tmp_path: object) -> None:
     assert result.returncode == 2
     assert "apt-get install -y openjdk-17-jre-headless" in result.stderr
     assert "JAVA_HOME" in result.stderr
+
+
+def test_demo_checksum_is_order_independent_and_counts_duplicates() -> None:
+    import pyarrow as pa
+
+    from outcommit.demo import checksum, generate_local
+
+    table = pa.concat_tables(generate_local(5000, 3))
+    reversed_rows = table.take(list(range(table.num_rows - 1, -1, -1)))
+    assert checksum(reversed_rows) == checksum(table)
+    # A partition column read back as a dictionary or plain string compares equal.
+    date = table.schema.get_field_index("date")
+    assert checksum(table.set_column(date, "date", table["date"].dictionary_encode())) == checksum(table)
+    assert checksum(table.slice(1))[1] != checksum(table)[1]
+    doubled = pa.concat_tables([table.slice(1), table.slice(1, 1)])  # row 0 lost, row 1 twice
+    assert doubled.num_rows == table.num_rows and checksum(doubled) != checksum(table)

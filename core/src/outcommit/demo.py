@@ -54,20 +54,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # -- checksums -----------------------------------------------------------------------
 def _mix(values: Any) -> Any:
-    """splitmix64 finaliser on a uint64 numpy array (wrapping arithmetic)."""
-    import numpy as np
+    """splitmix64's finaliser on a uint64 Arrow array (pyarrow's unchecked ops wrap)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    with np.errstate(over="ignore"):
-        x = values ^ (values >> np.uint64(30))
-        x = x * np.uint64(0xBF58476D1CE4E5B9)
-        x = x ^ (x >> np.uint64(27))
-        x = x * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+    def u64(n: int) -> Any:
+        return pa.scalar(n, pa.uint64())
+
+    x = pc.bit_wise_xor(values, pc.shift_right(values, u64(30)))
+    x = pc.multiply(x, u64(0xBF58476D1CE4E5B9))
+    x = pc.bit_wise_xor(x, pc.shift_right(x, u64(27)))
+    x = pc.multiply(x, u64(0x94D049BB133111EB))
+    return pc.bit_wise_xor(x, pc.shift_right(x, u64(31)))
 
 
 def _column_words(column: Any) -> Any:
     """One uint64 per row for any column type (strings through a hash of each distinct value)."""
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -78,16 +80,14 @@ def _column_words(column: Any) -> Any:
         kind = column.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
         encoded = pc.dictionary_encode(column.fill_null("\x00null"))
-        words = np.array([int.from_bytes(hashlib.sha256(str(v).encode()).digest()[:8], "big")
-                          for v in encoded.dictionary.to_pylist()] or [0], dtype=np.uint64)
-        return words[encoded.indices.to_numpy(zero_copy_only=False)]
+        words = pa.array([int.from_bytes(hashlib.sha256(str(v).encode()).digest()[:8], "big")
+                          for v in encoded.dictionary.to_pylist()] or [0], pa.uint64())
+        return pc.take(words, encoded.indices)
     if pa.types.is_floating(kind):
-        floats = column.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-        return floats.view(np.uint64)
+        return column.cast(pa.float64()).fill_null(0.0).view(pa.uint64())
     if pa.types.is_date32(kind):
         column = column.cast(pa.int32())
-    ints = column.cast(pa.int64()).fill_null(-(1 << 62)).to_numpy(zero_copy_only=False)
-    return ints.view(np.uint64)
+    return column.cast(pa.int64()).fill_null(-(1 << 62)).view(pa.uint64())
 
 
 def checksum(table: Any) -> tuple[int, str]:
@@ -96,15 +96,16 @@ def checksum(table: Any) -> tuple[int, str]:
     A lost, duplicated or changed row changes it; the order of rows and files does not.
     Columns are taken by name, so a Hive partition column read back compares equal.
     """
-    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    rows = np.zeros(table.num_rows, dtype=np.uint64)
+    if table.num_rows == 0:
+        return 0, f"{0:016x}"
+    rows = pa.repeat(pa.scalar(0, pa.uint64()), table.num_rows)
     for name in sorted(table.column_names):
-        salt = np.uint64(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big"))
-        with np.errstate(over="ignore"):
-            rows = _mix(rows ^ _mix(_column_words(table[name]) + salt))
-    total = int(rows.sum(dtype=np.uint64)) if table.num_rows else 0
-    return table.num_rows, f"{total:016x}"
+        salt = pa.scalar(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big"), pa.uint64())
+        rows = _mix(pc.bit_wise_xor(rows, _mix(pc.add(_column_words(table[name]), salt))))
+    return table.num_rows, f"{pc.sum(rows).as_py() % (1 << 64):016x}"
 
 
 # -- data ----------------------------------------------------------------------------
