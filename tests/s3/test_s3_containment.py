@@ -143,3 +143,12 @@ def test_abort_never_aborts_an_upload_a_tampered_file_names_outside(config, s3_r
     assert [u.upload_id for u in store.multipart().list_pending(store.strip(s3_root))] == [upload]
     assert leftovers(store, store.strip(url)) == []
     store.multipart().abort(neighbour, upload)
+
+
+@pytest.mark.parametrize("name", ["magic", "directory", "partitioned"])
+@pytest.mark.parametrize("suffix", ["/a/../b", "//b", "/./b"])
+def test_ambiguous_destinations_are_refused_before_anything_is_written(name, suffix, config, s3_root):
+    with pytest.raises(outcommit.ConfigError, match="path component"):
+        outcommit.create_committer(f"{s3_root}{suffix}", config, name)
+    store = outcommit.open_store(s3_root, config)
+    assert store.list_files(store.strip(s3_root)) == []

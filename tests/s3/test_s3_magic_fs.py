@@ -163,3 +163,20 @@ def test_a_task_commit_racing_job_commit_leaves_no_job_directory(name, config, s
     assert outcome(url, config) == ({"a.txt": b"a"}, [])
     # No stray job directory: it would switch the next jobs' pending-upload sweep off.
     assert [c.name for c in driver.store.list_dir(driver.dest) if c.is_dir] == []
+
+
+def test_pyarrow_write_dataset_with_partitions_through_the_magic_filesystem(config, s3_root):
+    pa = pytest.importorskip("pyarrow")
+    ds = pytest.importorskip("pyarrow.dataset")
+    url = f"{s3_root}/dataset"
+    committer, job = start(url, config)
+    task, fs, base = task_fs(committer, job)
+    table = pa.table({"p": [1, 1, 2], "v": ["a", "b", "c"]})
+    ds.write_dataset(table, base, filesystem=fs, format="parquet", partitioning=["p"],
+                     existing_data_behavior="delete_matching", basename_template="part-{i}.parquet")
+    committer.commit_job(job, [committer.commit_task(task)])
+    store = outcommit.open_store(url, config)
+    assert set(visible_files(store, store.strip(url))) == {"1/part-0.parquet", "2/part-0.parquet"}
+    back = ds.dataset(store.strip(url), filesystem=store.fs, format="parquet", partitioning=["p"])
+    assert sorted(back.to_table().column("v").to_pylist()) == ["a", "b", "c"]
+    assert leftovers(store, store.strip(url)) == []

@@ -35,6 +35,7 @@ from outcommit.committer import Committer, relative_to
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
+    ConfigError,
     CorruptFileError,
     DestinationExistsError,
     JobCommitError,
@@ -112,6 +113,10 @@ class MultipartCommitter(Committer):
 
     def __init__(self, destination: str, store: Store, config: Any = None) -> None:
         super().__init__(destination, store, config)
+        # 'a/../b' or 'a//b' names a different key on S3 than a reader expects, and no
+        # containment check can hold against it: refused before anything is written.
+        if any(part in ("", ".", "..") for part in self.dest.split("/")):
+            raise ConfigError(f"destination {destination!r} has an empty, '.' or '..' path component")
         mp = store.multipart()
         if mp is None:
             raise CommitError(f"{self.name} needs multipart uploads; {store!r} has none")
