@@ -174,6 +174,10 @@ class Committer:
             self.logger(job).info("replace: deleted %d entries of %s", removed, self.destination)
         return removed
 
+    def remove_temporary_root(self) -> None:
+        """Remove ``<dest>/_temporary`` if no job is using it any more (never its contents)."""
+        self.store.delete_empty_dir(self.store.join(self.dest, TEMPORARY_DIR))
+
     def success_enabled(self) -> bool:
         return self.config.get_bool("outcommit.success.enabled", True)
 

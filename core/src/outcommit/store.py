@@ -195,6 +195,14 @@ class Store:
         except FileNotFoundError:
             pass
 
+    def delete_empty_dir(self, path: str) -> None:
+        """Remove a directory only if it is empty, never its contents.
+
+        Used for directories shared by jobs (``<dest>/_temporary``): another job may be
+        creating its own directory inside at this very moment. On object stores an empty
+        directory does not exist, so there is nothing to remove.
+        """
+
     # -- JSON --------------------------------------------------------------------
     def save_json(self, path: str, data: Any) -> None:
         self.write_atomic(path, json.dumps(data, indent=2, sort_keys=False).encode("utf-8"))

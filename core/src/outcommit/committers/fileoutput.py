@@ -77,9 +77,7 @@ class FileOutputCommitter(Committer):
         log = self.logger(job)
         try:
             self.store.delete(self.job_dir(job.job_id), recursive=True)
-            temporary = self.store.join(self.dest, TEMPORARY_DIR)
-            if not self.store.list_dir(temporary):
-                self.store.delete(temporary, recursive=True)
+            self.remove_temporary_root()
         except Exception:  # abort and cleanup never raise: they run on failure paths
             log.warning("cleanup of %s failed", self.job_dir(job.job_id), exc_info=True)
 

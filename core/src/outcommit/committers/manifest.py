@@ -188,9 +188,7 @@ class ManifestCommitter(Committer):
                          for t in self.store.list_dir(self.store.join(a, TASKS_DIR)) if t.is_dir]
             self._parallel(lambda p: self.store.delete(p, recursive=True), task_dirs)
             self.store.delete(job_dir, recursive=True)
-            temporary = self.store.join(self.dest, TEMPORARY_DIR)
-            if not self.store.list_dir(temporary):
-                self.store.delete(temporary, recursive=True)
+            self.remove_temporary_root()
         except Exception:  # abort and cleanup never raise: they run on failure paths
             log.warning("cleanup of %s failed", job_dir, exc_info=True)
 

@@ -79,6 +79,12 @@ class LocalStore(Store):
         finally:
             os.unlink(tmp)
 
+    def delete_empty_dir(self, path: str) -> None:
+        try:
+            os.rmdir(path)  # fails, harmlessly, when another job has put something inside
+        except OSError:
+            pass
+
     def delete(self, path: str, recursive: bool = False) -> None:
         if not os.path.lexists(path):
             return

@@ -69,6 +69,13 @@ class MemoryStore(Store):
         with _LOCK:
             super().delete(path, recursive=recursive)
 
+    def delete_empty_dir(self, path: str) -> None:
+        mem = self._mem
+        path = path.rstrip("/")
+        with _LOCK:
+            if path in mem.pseudo_dirs and not self._children(path):
+                mem.pseudo_dirs.remove(path)
+
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         mem = self._mem
         with _LOCK:

@@ -21,7 +21,7 @@ from ..store import Store
 # Store operations that can fail; multipart ones are named "multipart.<method>".
 STORE_OPERATIONS = (
     "info", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
-    "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete",
+    "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete", "delete_empty_dir",
     "save_json", "load_json",
 )
 MULTIPART_OPERATIONS = ("initiate", "upload_part", "complete", "abort", "list_pending")
