@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-import outcommit
 import pytest
+
+import outcommit
 from outcommit.store import Store
 
 

@@ -10,6 +10,7 @@ published through the entry-point group ``outcommit``::
 from __future__ import annotations
 
 from collections.abc import Callable
+
 import pluggy
 
 PROJECT = "outcommit"
