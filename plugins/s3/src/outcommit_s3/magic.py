@@ -11,6 +11,7 @@ nothing is copied or renamed, ever.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import posixpath
@@ -24,6 +25,7 @@ from outcommit import capabilities as caps
 from outcommit.committer import is_inside, relative_to
 from outcommit.context import TaskAttemptContext
 from outcommit.errors import CorruptFileError, TaskCommitError
+from outcommit.store import FileInfo
 
 from .commitbase import MultipartCommitter, abortable_commits, parallel
 from .pending import PENDING_SUFFIX, PendingCommit, PendingSet, parse_commit
@@ -99,8 +101,9 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
                                etags=tuple(self.etags), length=self.length, job_id=self.task.job_id,
                                task_id=self.task.task_id, filename=posixpath.basename(self.path))
         pending = self.path + PENDING_SUFFIX
+        body = json.dumps(commit.to_dict()).encode()
         try:
-            store.write_bytes(pending, json.dumps(commit.to_dict()).encode())
+            store.write_bytes(pending, body)
             put_marker = getattr(store, "put_marker", None)
             if put_marker is not None:
                 put_marker(self.path, {MARKER_LENGTH_HEADER: str(self.length)})
@@ -108,6 +111,9 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
                 store.write_bytes(self.path, b"")
             # A writer that outlived its job (a straggler closing after job commit or abort)
             # must not leave a pending upload, nor recreate the finished job's directory.
+            # This is the file's only liveness check, and it must come after its last
+            # write: a check before the upload cannot see a job that ends meanwhile, and
+            # an attempt that never commits has no later point where it could be undone.
             self.committer.require_job(self.task.job, TaskCommitError)
         except BaseException:
             self.committer.mp.abort(self.final_path, self.upload_id)
@@ -119,7 +125,7 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
                                                              exc_info=True)
             raise
         # The same path written again: its earlier upload is replaced, and must not leak.
-        replaced = self.fs.record_upload(self.path, self.upload_id)
+        replaced = self.fs.record_upload(self.path, self.upload_id, body)
         if replaced is not None:
             self.committer.mp.abort(self.final_path, replaced)
 
@@ -164,9 +170,10 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
     def _final(self, path: str) -> str | None:
         return magic_destination(self.committer.dest, self._strip_protocol(path))
 
-    def record_upload(self, path: str, upload_id: str) -> str | None:
-        """Remember the upload saved at magic ``path``; returns the one it replaces, if any."""
-        return self.committer.record_magic_upload(self.task, path, upload_id)
+    def record_upload(self, path: str, upload_id: str, pending: bytes) -> str | None:
+        """Remember the upload saved at magic ``path`` (and its ``.pending`` bytes);
+        returns the upload it replaces, if any."""
+        return self.committer.record_magic_upload(self.task, path, upload_id, pending)
 
     def _check_write(self, path: str) -> str | None:
         """Final path of a write to ``path``; refuses writes that would bypass the commit.
@@ -201,8 +208,9 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
             return self.inner.open(path, mode, block_size=block_size, **kwargs)
         if "a" in mode:
             raise ValueError(f"cannot append to {path}: files under __magic are write-once")
-        # A stale attempt writing after job commit or abort is refused before any upload starts.
-        self.committer.require_job(self.task.job, TaskCommitError)
+        # No liveness check here (it would be a second HEAD per file): setup_task refuses a
+        # stale attempt, and close() checks after the file's last write, which is the check
+        # that also catches a job ending while the file is being written.
         return MagicUploadFile(self, self._strip_protocol(path), final, self.part_size)
 
     def _forget(self, path: str, recursive: bool) -> None:
@@ -279,18 +287,36 @@ class MagicCommitter(MultipartCommitter):
 
     def __init__(self, destination: str, store: Any, config: Any = None) -> None:
         super().__init__(destination, store, config)
-        self._magic_uploads: dict[tuple[str, str], str] = {}
+        # (attempt id, magic path) -> (upload id, bytes of the .pending this process saved)
+        self._magic_uploads: dict[tuple[str, str], tuple[str, bytes]] = {}
         self._magic_lock = threading.Lock()
 
-    def record_magic_upload(self, task: TaskAttemptContext, path: str,
-                            upload_id: str | None) -> str | None:
+    def record_magic_upload(self, task: TaskAttemptContext, path: str, upload_id: str | None,
+                            pending: bytes = b"") -> str | None:
         """The upload now saved at a magic path (None: forget it); returns the one it replaced."""
         with self._magic_lock:
             key = (task.attempt_id, path)
             previous = self._magic_uploads.pop(key, None)
             if upload_id is not None:
-                self._magic_uploads[key] = upload_id
-        return previous if previous != upload_id else None
+                self._magic_uploads[key] = (upload_id, pending)
+        replaced = previous[0] if previous is not None else None
+        return replaced if replaced != upload_id else None
+
+    def _saved_pending(self, task: TaskAttemptContext, info: FileInfo) -> bytes | None:
+        """The bytes of ``.pending`` file ``info`` when this process provably saved them.
+
+        The listing gives each object's size and etag; a single-PUT object's etag is the
+        MD5 of its bytes, so an equal etag proves the stored file is the copy we hold
+        (not one rewritten by another writer of this attempt): no GET needed. Anything
+        else (another process's file, an etag that is not an MD5, e.g. SSE-KMS) is read.
+        """
+        with self._magic_lock:
+            saved = self._magic_uploads.get((task.attempt_id, info.path[:-len(PENDING_SUFFIX)]))
+        body = saved[1] if saved is not None else b""
+        if not body or info.etag is None or info.size != len(body):
+            return None
+        md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
+        return body if md5 == info.etag.strip('"') else None
 
     def _forget_attempt(self, task: TaskAttemptContext) -> None:
         with self._magic_lock:
@@ -312,22 +338,33 @@ class MagicCommitter(MultipartCommitter):
         self.require_job(task.job, TaskCommitError)
 
     def _pending_files(self, task: TaskAttemptContext) -> list[str]:
-        return [f.path for f in self.store.list_files(self.task_attempt_dir(task))
-                if f.path.endswith(PENDING_SUFFIX)]
+        return [f.path for f in self._attempt_files(task) if f.path.endswith(PENDING_SUFFIX)]
+
+    def _attempt_files(self, task: TaskAttemptContext) -> list[FileInfo]:
+        return self.store.list_files(self.task_attempt_dir(task))
 
     def needs_task_commit(self, task: TaskAttemptContext) -> bool:
         return bool(self._pending_files(task))
 
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
-        self.require_job(task.job, TaskCommitError)
+        """One listing of the attempt; a GET only for ``.pending`` files another process
+        wrote; publish (which checks the job is live before and after); one batched delete.
+
+        The job-liveness check is publish_task's: a check here too would be a second HEAD
+        in a row with nothing between them that could change its answer.
+        """
         expect = self.expectations(task.job)
+        listed = self._attempt_files(task)
 
-        def load(path: str) -> PendingCommit:
-            return parse_commit(self.store.load_json(path), self.store.url(path), expect)
+        def load(info: FileInfo) -> PendingCommit:
+            ours = self._saved_pending(task, info)
+            data = self.store.load_json(info.path) if ours is None else json.loads(ours)
+            # Validated either way: the same checks whoever wrote it.
+            return parse_commit(data, self.store.url(info.path), expect)
 
-        outcomes = parallel(load, self._pending_files(task), self.threads)
+        outcomes = parallel(load, [f for f in listed if f.path.endswith(PENDING_SUFFIX)], self.threads)
         commits = [c for _, c, e in outcomes if c is not None and e is None]
-        failed = [(p, e) for p, _, e in outcomes if e is not None]
+        failed = [(p.path, e) for p, _, e in outcomes if e is not None]
         if failed:
             # Hadoop's rule: one unreadable .pending fails the task; abort what we know.
             self.abort_task(task)
@@ -339,7 +376,15 @@ class MagicCommitter(MultipartCommitter):
         pendingset = PendingSet(job_id=task.job_id, task_id=task.task_id, attempt_id=task.attempt_id,
                                 commits=sorted(commits, key=lambda c: c.key), committer=self.name)
         message = self.publish_task(task, pendingset)
-        self.store.delete(self.task_attempt_dir(task), recursive=True)
+        # The attempt's files as listed, one DeleteObjects per 1000 (no second listing).
+        # Anything that appeared since goes with the job directory at job commit/cleanup.
+        paths = [f.path for f in listed]
+        deleter = getattr(self.store, "delete_many", None)
+        if deleter is not None:
+            deleter(paths)
+        else:
+            for path in paths:
+                self.store.delete(path)
         self._forget_attempt(task)
         return message
 
