@@ -15,7 +15,7 @@ from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
 from .context import JobContext, TaskAttemptContext
-from .errors import ContainmentError, DestinationExistsError, JobCommitError
+from .errors import CommitError, ContainmentError, DestinationExistsError, JobCommitError
 from .store import FileInfo, Store
 from .success import SUCCESS_FILE, SuccessData
 
@@ -195,9 +195,13 @@ class Committer:
         self.save_summary_report(job, summary)
         return summary
 
+    def summary_report_dir(self) -> str | None:
+        """Where to save every job's summary report (``outcommit.summary-report-dir``)."""
+        return self.config.get_str("outcommit.summary-report-dir")
+
     def save_summary_report(self, job: JobContext, summary: SuccessData) -> None:
-        """Save the report to ``outcommit.summary-report-dir`` if set (also on failure)."""
-        report_dir = self.config.get_str("outcommit.summary-report-dir")
+        """Save the report to the summary report directory if one is set (also on failure)."""
+        report_dir = self.summary_report_dir()
         if not report_dir:
             return
         try:
@@ -230,6 +234,53 @@ class Committer:
         return f"<{type(self).__name__} {self.name} -> {self.destination}>"
 
 
+JOB_MARKER = "_job.json"
+
+
+class JobDirectoryCommitter(Committer):
+    """Committers that keep per-job state under ``<dest>/_temporary/<jobId>/<attempt>/``.
+
+    One directory per job id, so concurrent jobs to one destination never meet. A marker
+    file written at job setup and deleted with the job directory lets task and job calls
+    refuse to act for a job that was never set up, or is already committed or aborted.
+    """
+
+    def job_dir(self, job_id: str) -> str:
+        return self.store.join(self.dest, TEMPORARY_DIR, job_id)
+
+    def attempt_dir_name(self, attempt: int) -> str:
+        return str(attempt)
+
+    def job_attempt_dir(self, job: JobContext, attempt: int | None = None) -> str:
+        number = job.attempt if attempt is None else attempt
+        return self.store.join(self.job_dir(job.job_id), self.attempt_dir_name(number))
+
+    def check_destination_on_setup(self, job: JobContext) -> None:
+        """Conflict mode ``fail`` at job setup; subclasses may know better."""
+        self.check_destination_free()
+
+    def setup_job(self, job: JobContext) -> None:
+        self.check_destination_on_setup(job)
+        attempt_dir = self.job_attempt_dir(job)
+        self.store.mkdirs(attempt_dir)
+        self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
+                             {"jobId": job.job_id, "jobAttempt": job.attempt,
+                              "committer": self.name, "destination": self.destination})
+        self.logger(job).info("set up job attempt %d in %s", job.attempt, attempt_dir)
+
+    def require_job(self, job: JobContext, error: type[CommitError]) -> str:
+        """The job attempt directory, or ``error`` when the job is not active."""
+        attempt_dir = self.job_attempt_dir(job)
+        if not self.store.exists(self.store.join(attempt_dir, JOB_MARKER)):
+            raise error(
+                f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
+                "it was never set up, or it has already been committed or aborted")
+        return attempt_dir
+
+    def abort_job(self, job: JobContext) -> None:
+        self.cleanup_job(job)
+
+
 @dataclass(frozen=True)
 class CommitterSpec:
     """How a plugin registers a committer."""
@@ -251,4 +302,5 @@ class CommitterSpec:
                    config_keys=dict(config_keys or {}))
 
 
-__all__ = ["TEMPORARY_DIR", "Committer", "CommitterSpec", "caps", "is_hidden", "relative_to"]
+__all__ = ["JOB_MARKER", "TEMPORARY_DIR", "Committer", "CommitterSpec", "JobDirectoryCommitter",
+           "caps", "is_hidden", "relative_to"]

@@ -20,29 +20,22 @@ from typing import Any
 
 from .. import capabilities as caps
 from ..capabilities import Capabilities
-from ..committer import TEMPORARY_DIR, Committer, is_hidden, relative_to
+from ..committer import TEMPORARY_DIR, Committer, JobDirectoryCommitter, is_hidden, relative_to
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
 from ..store import FileInfo
 from ..success import SuccessData
 
-JOB_MARKER = "_job.json"
 COMMIT_STARTED = "_commit-started.json"
 _TASK_ID = re.compile(r"^task_[A-Za-z0-9_.-]+_\d{6}$")
 
 
-class FileOutputCommitter(Committer):
+class FileOutputCommitter(JobDirectoryCommitter):
     """Shared layout and lifecycle of the v1 and v2 rename committers."""
 
     algorithm = 0
 
     # -- paths ---------------------------------------------------------------------
-    def job_dir(self, job_id: str) -> str:
-        return self.store.join(self.dest, TEMPORARY_DIR, job_id)
-
-    def job_attempt_dir(self, job: JobContext, attempt: int | None = None) -> str:
-        return self.store.join(self.job_dir(job.job_id), str(job.attempt if attempt is None else attempt))
-
     def task_attempt_dir(self, task: TaskAttemptContext) -> str:
         return self.store.join(self.job_attempt_dir(task.job), TEMPORARY_DIR, task.attempt_id)
 
@@ -53,26 +46,6 @@ class FileOutputCommitter(Committer):
         return self.task_attempt_dir(task)
 
     # -- job -------------------------------------------------------------------------
-    def setup_job(self, job: JobContext) -> None:
-        self.check_destination_free()
-        attempt_dir = self.job_attempt_dir(job)
-        self.store.mkdirs(attempt_dir)
-        self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
-                             {"jobId": job.job_id, "jobAttempt": job.attempt,
-                              "committer": self.name, "destination": self.destination})
-        self.logger(job).info("set up job attempt %d in %s", job.attempt, attempt_dir)
-
-    def _require_job(self, job: JobContext, error: type[CommitError]) -> str:
-        attempt_dir = self.job_attempt_dir(job)
-        if not self.store.exists(self.store.join(attempt_dir, JOB_MARKER)):
-            raise error(
-                f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
-                "it was never set up, or it has already been committed or aborted")
-        return attempt_dir
-
-    def abort_job(self, job: JobContext) -> None:
-        self.cleanup_job(job)
-
     def cleanup_job(self, job: JobContext) -> None:
         log = self.logger(job)
         try:
@@ -83,7 +56,7 @@ class FileOutputCommitter(Committer):
 
     # -- task ------------------------------------------------------------------------
     def setup_task(self, task: TaskAttemptContext) -> None:
-        self._require_job(task.job, TaskCommitError)
+        self.require_job(task.job, TaskCommitError)
         self.store.mkdirs(self.task_attempt_dir(task))
 
     def needs_task_commit(self, task: TaskAttemptContext) -> bool:
@@ -152,7 +125,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
     )
 
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
-        self._require_job(task.job, TaskCommitError)
+        self.require_job(task.job, TaskCommitError)
         attempt_dir = self.task_attempt_dir(task)
         committed = self.committed_task_dir(task)
         files = self.store.list_files(attempt_dir)
@@ -170,7 +143,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
         """Move the task's committed directory from the previous job attempt into this one."""
         if task.job.attempt == 0:
             return False
-        self._require_job(task.job, TaskCommitError)
+        self.require_job(task.job, TaskCommitError)
         previous = self.store.join(self.job_attempt_dir(task.job, task.job.attempt - 1), task.task_id)
         current = self.committed_task_dir(task)
         if not self.store.is_dir(previous):
@@ -187,7 +160,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = time.monotonic()
         log = self.logger(job)
-        attempt_dir = self._require_job(job, JobCommitError)
+        attempt_dir = self.require_job(job, JobCommitError)
         started_marker = self.store.join(attempt_dir, COMMIT_STARTED)
         if self.store.exists(started_marker):
             raise JobCommitError(
@@ -283,7 +256,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
             self.replace_destination(job)
 
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
-        self._require_job(task.job, TaskCommitError)
+        self.require_job(task.job, TaskCommitError)
         attempt_dir = self.task_attempt_dir(task)
         files = self.store.list_files(attempt_dir)
         message = self._task_message(task, files, attempt_dir)
@@ -302,7 +275,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = time.monotonic()
-        self._require_job(job, JobCommitError)
+        self.require_job(job, JobCommitError)
         files: list[str] = []
         try:
             if messages is not None:

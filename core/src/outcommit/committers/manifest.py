@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from .. import capabilities as caps
 from ..capabilities import Capabilities
-from ..committer import TEMPORARY_DIR, Committer, relative_to
+from ..committer import JobDirectoryCommitter, relative_to
 from ..config import Config
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
@@ -44,7 +44,6 @@ from .manifest_format import (
     check_manifest,
 )
 
-JOB_MARKER = "_job.json"
 RENAMES_STARTED = "_renames-started.json"
 TASKS_DIR = "tasks"
 MANIFESTS_DIR = "manifests"
@@ -100,7 +99,7 @@ class _StageTimer:
         self.stats.add(f"stage.{self.name}.duration.ms", int((time.monotonic() - self.started) * 1000))
 
 
-class ManifestCommitter(Committer):
+class ManifestCommitter(JobDirectoryCommitter):
     """Hadoop's manifest committer: manifests at task commit, parallel file renames at job commit."""
 
     name = "manifest"
@@ -123,12 +122,8 @@ class ManifestCommitter(Committer):
         self.backoff = self.config.get_int(BACKOFF_KEY, 200, minimum=0) / 1000.0
 
     # -- paths ---------------------------------------------------------------------
-    def job_dir(self, job_id: str) -> str:
-        return self.store.join(self.dest, TEMPORARY_DIR, job_id)
-
-    def job_attempt_dir(self, job: JobContext, attempt: int | None = None) -> str:
-        number = job.attempt if attempt is None else attempt
-        return self.store.join(self.job_dir(job.job_id), f"{number:02d}")
+    def attempt_dir_name(self, attempt: int) -> str:
+        return f"{attempt:02d}"  # Hadoop's <NN>
 
     def tasks_dir(self, job: JobContext, attempt: int | None = None) -> str:
         return self.store.join(self.job_attempt_dir(job, attempt), TASKS_DIR)
@@ -156,27 +151,10 @@ class ManifestCommitter(Committer):
         return self.store.join(self.job_dir(job.job_id), RENAMES_STARTED)
 
     # -- job -------------------------------------------------------------------------
-    def setup_job(self, job: JobContext) -> None:
+    def check_destination_on_setup(self, job: JobContext) -> None:
         if not self.store.exists(self.renames_marker(job)):
             # A later attempt of a job whose commit began finds its own files there.
             self.check_destination_free()
-        attempt_dir = self.job_attempt_dir(job)
-        self.store.mkdirs(attempt_dir)
-        self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
-                             {"jobId": job.job_id, "jobAttempt": job.attempt,
-                              "committer": self.name, "destination": self.destination})
-        self.logger(job).info("set up job attempt %d in %s", job.attempt, attempt_dir)
-
-    def _require_job(self, job: JobContext, error: type[CommitError]) -> str:
-        attempt_dir = self.job_attempt_dir(job)
-        if not self.store.exists(self.store.join(attempt_dir, JOB_MARKER)):
-            raise error(
-                f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
-                "it was never set up, or it has already been committed or aborted")
-        return attempt_dir
-
-    def abort_job(self, job: JobContext) -> None:
-        self.cleanup_job(job)
 
     def cleanup_job(self, job: JobContext) -> None:
         """Delete attempt directories in parallel (slow recursive delete on object stores), then the job."""
@@ -194,7 +172,7 @@ class ManifestCommitter(Committer):
 
     # -- task ------------------------------------------------------------------------
     def setup_task(self, task: TaskAttemptContext) -> None:
-        self._require_job(task.job, TaskCommitError)
+        self.require_job(task.job, TaskCommitError)
         self.store.mkdirs(self.task_attempt_dir(task))
 
     def needs_task_commit(self, task: TaskAttemptContext) -> bool:
@@ -229,7 +207,7 @@ class ManifestCommitter(Committer):
             iostatistics={"counters": {"files": len(files), "bytes": sum(f.size for f in files)}})
 
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
-        self._require_job(task.job, TaskCommitError)
+        self.require_job(task.job, TaskCommitError)
         log = self.logger(task)
         manifest = self.build_manifest(task).to_dict()
         final = self.manifest_path(task.job, task.task_id)
@@ -258,7 +236,7 @@ class ManifestCommitter(Committer):
         """Carry the task's committed manifest of the previous job attempt into this one."""
         if task.job.attempt == 0:
             return False
-        self._require_job(task.job, TaskCommitError)
+        self.require_job(task.job, TaskCommitError)
         previous = self.manifest_path(task.job, task.task_id, task.job.attempt - 1)
         if not self.store.exists(previous):
             return False
@@ -277,7 +255,7 @@ class ManifestCommitter(Committer):
         stats = Stats()
         files: list[CheckedFile] = []
         try:
-            self._require_job(job, JobCommitError)
+            self.require_job(job, JobCommitError)
             with stats.stage("load-manifests"):
                 files, tasks = self._load(job, messages, stats)
             marker = self.renames_marker(job)
@@ -479,18 +457,6 @@ class ManifestCommitter(Committer):
                 delay *= 2
         raise AssertionError("unreachable")
 
-    def save_summary_report(self, job: JobContext, summary: SuccessData) -> None:
-        """Also to ``outcommit.manifest.summary-report-dir`` (Hadoop's report directory)."""
-        report_dir = self.config.get_str(REPORT_DIR_KEY)
-        if not report_dir:
-            super().save_summary_report(job, summary)
-            return
-        try:
-            from ..factory import open_store
-
-            store = open_store(report_dir, self.config)
-            path = store.join(store.strip(report_dir), f"summary-{job.job_id}-{job.attempt}.json")
-            store.save_json(path, summary.to_dict())
-        except Exception:  # the report must never hide the commit's own outcome
-            self.logger(job).warning("could not save summary report to %s", report_dir,
-                                     exc_info=True)
+    def summary_report_dir(self) -> str | None:
+        """Hadoop's manifest report directory first, then the core one."""
+        return self.config.get_str(REPORT_DIR_KEY) or super().summary_report_dir()
