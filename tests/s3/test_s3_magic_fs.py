@@ -180,3 +180,33 @@ def test_pyarrow_write_dataset_with_partitions_through_the_magic_filesystem(conf
     back = ds.dataset(store.strip(url), filesystem=store.fs, format="parquet", partitioning=["p"])
     assert sorted(back.to_table().column("v").to_pylist()) == ["a", "b", "c"]
     assert leftovers(store, store.strip(url)) == []
+
+
+def test_a_straggler_closing_while_the_job_is_torn_down_leaves_nothing(config, s3_root):
+    """The job ends (its marker goes) before teardown lists and deletes its files.
+
+    The straggler closes its file after the teardown listed the job's .pending files and
+    before it deletes the job directory: it must see the job gone and abort its own upload.
+    (Sweeping is off in this module, so the sweep cannot hide a leak.)
+    """
+    url = f"{s3_root}/teardown-race"
+    store = FaultInjectingStore(outcommit.open_store(url, config))
+    driver, job = start(url, config, store=store)
+    _, late_fs, late_base = task_fs(driver, job, 0, attempt=1)
+    late = late_fs.open(f"{late_base}/a.txt", "wb")
+    late.write(b"late")
+    closed: list[BaseException | None] = []
+
+    def close_the_straggler_now(operation, args):
+        if args and args[0] == driver.job_root(job.job_id) and not closed:
+            try:
+                late.close()
+                closed.append(None)
+            except BaseException as exc:  # what the straggler saw
+                closed.append(exc)
+        return False
+
+    store.add(Fault("delete", predicate=close_the_straggler_now))
+    driver.abort_job(job)
+    assert len(closed) == 1 and isinstance(closed[0], TaskCommitError)
+    assert outcome(url, config) == ({}, [])

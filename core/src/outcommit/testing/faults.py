@@ -71,7 +71,8 @@ class FaultInjectingStore(Store):
         self.inner = inner
         self.faults = list(faults)
         self.calls: Counter[str] = Counter()
-        self._lock = threading.Lock()
+        # Re-entrant: a predicate may act on the store it is installed in.
+        self._lock = threading.RLock()
 
     # identity
     @property

@@ -566,6 +566,14 @@ class MultipartCommitter(Committer):
     def _teardown(self, job: JobContext, delete_completed: bool, sweep: bool = True,
                   own_aborts: bool = True) -> None:
         log = self.logger(job)
+        # End the job before anything else: a straggling writer whose liveness check comes
+        # after this sees the job gone and aborts its own upload; one whose check came
+        # before had already saved its .pending, which the listing below finds.
+        for attempt in range(job.attempt + 1):
+            try:
+                self.meta.delete(self.meta.join(self.job_attempt_dir(job, attempt), JOB_MARKER))
+            except Exception:
+                log.warning("deleting the job marker of attempt %d failed", attempt, exc_info=True)
         if own_aborts:
             try:
                 started = delete_completed and any(
