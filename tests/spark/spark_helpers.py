@@ -17,6 +17,17 @@ def visible_files(url: str, config: dict[str, str] | None = None) -> list[str]:
     return sorted(r for r in rels if not any(is_hidden(p) for p in r.split("/")))
 
 
+def wait_for_stragglers(spark: Any) -> None:
+    """Return once no task of an earlier (failed) job is still running.
+
+    Spark fails a job without waiting for its running tasks, which may go on writing
+    after the data source's abort. A barrier stage needs every task slot at the same
+    time, so it can only run once those stragglers have finished.
+    """
+    slots = spark.sparkContext.defaultParallelism
+    spark.sparkContext.parallelize(range(slots), slots).barrier().mapPartitions(lambda it: it).collect()
+
+
 def leftovers(url: str, config: dict[str, str] | None = None) -> list[str]:
     """Temporary state that must not survive a commit or an abort: directories and uploads."""
     store = open_store(url, config or {})

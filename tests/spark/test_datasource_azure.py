@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from spark_helpers import DATES, as_strings, events, leftovers, read_back, visible_files
+from spark_helpers import DATES, as_strings, events, leftovers, read_back, visible_files, wait_for_stragglers
 
 from outcommit import load_success, open_store
 
@@ -58,5 +58,6 @@ def test_manifest_failed_job_leaves_nothing_visible(spark: Any, azurite: Any, ab
         "checked", F.assert_true(F.col("id") != 1499, "poisoned row"))
     with pytest.raises(Exception, match="poisoned row"):
         df.write.format("outcommit").mode("append").options(**config).save(abfs_dest)
+    wait_for_stragglers(spark)
     assert visible_files(abfs_dest, config) == []
     assert leftovers(abfs_dest, config) == []

@@ -6,7 +6,16 @@ import json
 from typing import Any
 
 import pytest
-from spark_helpers import DATES, as_strings, events, leftovers, read_back, row_digest, visible_files
+from spark_helpers import (
+    DATES,
+    as_strings,
+    events,
+    leftovers,
+    read_back,
+    row_digest,
+    visible_files,
+    wait_for_stragglers,
+)
 
 from outcommit import load_success, open_store
 
@@ -50,6 +59,7 @@ def test_failed_job_leaves_nothing_visible(spark: Any, local_dest: str) -> None:
         "checked", F.assert_true(F.col("id") != 1999, "poisoned row"))
     with pytest.raises(Exception, match="poisoned row"):
         df.write.format("outcommit").mode("append").option("committer", "v1").save(local_dest)
+    wait_for_stragglers(spark)
     assert visible_files(local_dest) == []
     assert leftovers(local_dest) == []
     store = open_store(local_dest)

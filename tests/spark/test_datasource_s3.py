@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from spark_helpers import DATES, as_strings, events, leftovers, read_back, visible_files
+from spark_helpers import DATES, as_strings, events, leftovers, read_back, visible_files, wait_for_stragglers
 
 from outcommit import load_success, open_store
 
@@ -67,6 +67,7 @@ def test_failed_job_leaves_nothing_visible_and_no_uploads(spark: Any, moto: Any,
         "checked", F.assert_true(F.col("id") != 1999, "poisoned row"))
     with pytest.raises(Exception, match="poisoned row"):
         written(df, moto, s3_dest, committer="magic", partitionBy="date")
+    wait_for_stragglers(spark)
     assert visible_files(s3_dest, moto.config) == []
     assert leftovers(s3_dest, moto.config) == []
     assert not open_store(s3_dest, moto.config).exists(f"{s3_dest.removeprefix('s3://')}/_SUCCESS")
