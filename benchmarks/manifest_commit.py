@@ -95,6 +95,9 @@ def requests_for(operation: str, sizes: tuple[int, ...], profile: Profile) -> li
         return [("write", 0)]
     if operation == "mkdirs":
         return []  # no directories on these stores: the stores spend no request
+    if operation == "delete_empty_dir":
+        # Flat namespaces have no empty directory to remove; a hierarchical one deletes it.
+        return [] if profile.copy_rename else [("delete", 0)]
     if operation == "rename_file":
         return [("copy", sizes[0]), ("delete", 0)] if profile.copy_rename else [("rename", 0)]
     if operation == "rename_dir":
