@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-import posixpath
 from typing import Any
 
 import pytest
 
 from outcommit import JobContext, UnsafeCommitterError, create_committer, describe_capabilities, open_store
-from outcommit.testing.conformance import leftovers, visible_files
+from outcommit.testing.conformance import leftovers, run_tasks, visible_files
 from outcommit.testing.faults import Fault, FaultInjectingStore
 from outcommit_azure import BLOB_CAPABILITIES, AzureStore
 from outcommit_azure.emulator import ACCOUNT_KEY
@@ -23,20 +22,6 @@ def http_503(message: str) -> BaseException:
     error = HttpResponseError(message=f"ServerBusy: {message}")
     error.status_code = 503
     return error
-
-
-def run(committer: Any, job: JobContext, tasks: int = 2, n: int = 2) -> tuple[list[dict], dict]:
-    messages, expected = [], {}
-    for index in range(tasks):
-        task = job.task_attempt(index)
-        committer.setup_task(task)
-        files = {f"p={index}/part-{index}-{i}.bin": f"task {index} file {i}".encode() for i in range(n)}
-        for rel, data in files.items():
-            with committer.filesystem(task).open(posixpath.join(committer.work_path(task), rel), "wb") as f:
-                f.write(data)
-        expected.update(files)
-        messages.append(committer.commit_task(task))
-    return messages, expected
 
 
 def test_blob_account_is_measured_and_manifest_is_the_default(azure_root: str, azure_config: dict) -> None:
@@ -98,7 +83,7 @@ def test_delete_failing_after_the_copy_is_recovered(azure_root: str, azure_confi
     committer = create_committer(azure_root, azure_config, "manifest", store=store)
     job = JobContext(azure_root, config=committer.config)
     committer.setup_job(job)
-    messages, expected = run(committer, job)
+    messages, expected = run_tasks(committer, job)
     monkeypatch.setattr(BlobClient, "delete_blob", flaky_delete)
     summary = committer.commit_job(job, messages)
     monkeypatch.undo()
@@ -119,7 +104,7 @@ def test_throttled_or_interrupted_renames_reach_the_right_outcome(azure_root: st
     committer = create_committer(azure_root, azure_config, "manifest", store=faulty)
     job = JobContext(azure_root, config=committer.config)
     committer.setup_job(job)
-    messages, expected = run(committer, job)
+    messages, expected = run_tasks(committer, job)
     summary = committer.commit_job(job, messages)
     assert summary.metrics[metric] == 2
     view = open_store(azure_root, azure_config)

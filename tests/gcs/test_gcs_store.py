@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import posixpath
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from outcommit import (
     open_store,
 )
 from outcommit.store import FileInfo
-from outcommit.testing.conformance import leftovers, visible_files
+from outcommit.testing.conformance import leftovers, run_tasks, visible_files
 from outcommit.testing.faults import Fault, FaultInjectingStore
 from outcommit_gcs import GcsStore
 
@@ -28,20 +27,6 @@ def http_503(message: str) -> BaseException:
     from gcsfs.retry import HttpError
 
     return HttpError({"code": 503, "message": message})
-
-
-def run(committer: Any, job: JobContext, tasks: int = 2, n: int = 2) -> tuple[list[dict], dict]:
-    messages, expected = [], {}
-    for index in range(tasks):
-        task = job.task_attempt(index)
-        committer.setup_task(task)
-        files = {f"p={index}/part-{index}-{i}.bin": f"task {index} file {i}".encode() for i in range(n)}
-        for rel, data in files.items():
-            with committer.filesystem(task).open(posixpath.join(committer.work_path(task), rel), "wb") as f:
-                f.write(data)
-        expected.update(files)
-        messages.append(committer.commit_task(task))
-    return messages, expected
 
 
 def test_manifest_is_the_default_and_v1_is_refused(gcs_root: str, gcs_config: dict) -> None:
@@ -107,7 +92,7 @@ def test_delete_failing_after_the_copy_is_recovered(gcs_root: str, gcs_config: d
     committer = create_committer(gcs_root, gcs_config, "manifest", store=store)
     job = JobContext(gcs_root, config=committer.config)
     committer.setup_job(job)
-    messages, expected = run(committer, job)
+    messages, expected = run_tasks(committer, job)
     summary = committer.commit_job(job, messages)
     monkeypatch.undo()
     assert len(failed) == 2 and summary.metrics["rename.recovered"] == 2
@@ -122,7 +107,7 @@ def test_throttled_rewrite_is_retried_and_counted(gcs_root: str, gcs_config: dic
     committer = create_committer(gcs_root, gcs_config, "manifest", store=faulty)
     job = JobContext(gcs_root, config=committer.config)
     committer.setup_job(job)
-    messages, expected = run(committer, job)
+    messages, expected = run_tasks(committer, job)
     summary = committer.commit_job(job, messages)
     assert summary.metrics["store.throttled"] == 2
     view = open_store(gcs_root, gcs_config)
@@ -144,7 +129,7 @@ def test_validation_catches_same_size_corruption_by_content_hash(gcs_root: str, 
     committer = create_committer(gcs_root, config, "manifest", store=store)
     job = JobContext(gcs_root, config=committer.config)
     committer.setup_job(job)
-    messages, _ = run(committer, job)
+    messages, _ = run_tasks(committer, job)
     with pytest.raises(JobCommitError, match="etag"):
         committer.commit_job(job, messages)
 
@@ -155,7 +140,7 @@ def test_manifest_pointing_into_another_bucket_is_refused(gcs_root: str, gcs_con
     committer = create_committer(gcs_root, gcs_config, "manifest")
     job = JobContext(gcs_root, config=committer.config)
     committer.setup_job(job)
-    messages, _ = run(committer, job, tasks=1, n=1)
+    messages, _ = run_tasks(committer, job, tasks=1, n=1)
     tampered = json.loads(json.dumps(messages[0]))
     tampered["files"][0]["d"] = "gs://outcommit-other/stolen.bin"
     with pytest.raises(JobCommitError, match="not inside the job's destination"):

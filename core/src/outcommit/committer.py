@@ -15,7 +15,7 @@ from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
 from .context import JobContext, TaskAttemptContext
-from .errors import CommitError, ContainmentError, DestinationExistsError, JobCommitError
+from .errors import CommitError, ContainmentError, DestinationExistsError, JobCommitError, TaskCommitError
 from .store import FileInfo, Store
 from .success import SUCCESS_FILE, SuccessData
 
@@ -279,6 +279,26 @@ class JobDirectoryCommitter(Committer):
 
     def abort_job(self, job: JobContext) -> None:
         self.cleanup_job(job)
+
+    # -- task: the attempt writes into its own directory ---------------------------------
+    def task_attempt_dir(self, task: TaskAttemptContext) -> str:
+        raise NotImplementedError
+
+    def work_path(self, task: TaskAttemptContext) -> str:
+        return self.task_attempt_dir(task)
+
+    def setup_task(self, task: TaskAttemptContext) -> None:
+        self.require_job(task.job, TaskCommitError)
+        self.store.mkdirs(self.task_attempt_dir(task))
+
+    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
+        return bool(self.store.list_files(self.task_attempt_dir(task)))
+
+    def abort_task(self, task: TaskAttemptContext) -> None:
+        try:
+            self.store.delete(self.task_attempt_dir(task), recursive=True)
+        except Exception:  # abort never raises: it runs on failure paths
+            self.logger(task).warning("abort of %s failed", task.attempt_id, exc_info=True)
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,6 @@ class FileOutputCommitter(JobDirectoryCommitter):
     def committed_task_dir(self, task: TaskAttemptContext) -> str:
         return self.store.join(self.job_attempt_dir(task.job), task.task_id)
 
-    def work_path(self, task: TaskAttemptContext) -> str:
-        return self.task_attempt_dir(task)
-
     # -- job -------------------------------------------------------------------------
     def cleanup_job(self, job: JobContext) -> None:
         log = self.logger(job)
@@ -55,19 +52,6 @@ class FileOutputCommitter(JobDirectoryCommitter):
             log.warning("cleanup of %s failed", self.job_dir(job.job_id), exc_info=True)
 
     # -- task ------------------------------------------------------------------------
-    def setup_task(self, task: TaskAttemptContext) -> None:
-        self.require_job(task.job, TaskCommitError)
-        self.store.mkdirs(self.task_attempt_dir(task))
-
-    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
-        return bool(self.store.list_files(self.task_attempt_dir(task)))
-
-    def abort_task(self, task: TaskAttemptContext) -> None:
-        try:
-            self.store.delete(self.task_attempt_dir(task), recursive=True)
-        except Exception:
-            self.logger(task).warning("abort of %s failed", task.attempt_id, exc_info=True)
-
     def _task_message(self, task: TaskAttemptContext, files: Sequence[FileInfo],
                       root: str) -> dict[str, Any]:
         return {

@@ -137,9 +137,6 @@ class ManifestCommitter(JobDirectoryCommitter):
     def manifest_path(self, job: JobContext, task_id: str, attempt: int | None = None) -> str:
         return self.store.join(self.manifests_dir(job, attempt), task_id + MANIFEST_SUFFIX)
 
-    def work_path(self, task: TaskAttemptContext) -> str:
-        return self.task_attempt_dir(task)
-
     def renames_marker(self, job: JobContext) -> str:
         """Written before the first rename of the job, whatever its attempt.
 
@@ -171,19 +168,6 @@ class ManifestCommitter(JobDirectoryCommitter):
             log.warning("cleanup of %s failed", job_dir, exc_info=True)
 
     # -- task ------------------------------------------------------------------------
-    def setup_task(self, task: TaskAttemptContext) -> None:
-        self.require_job(task.job, TaskCommitError)
-        self.store.mkdirs(self.task_attempt_dir(task))
-
-    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
-        return bool(self.store.list_files(self.task_attempt_dir(task)))
-
-    def abort_task(self, task: TaskAttemptContext) -> None:
-        try:
-            self.store.delete(self.task_attempt_dir(task), recursive=True)
-        except Exception:
-            self.logger(task).warning("abort of %s failed", task.attempt_id, exc_info=True)
-
     def build_manifest(self, task: TaskAttemptContext) -> TaskManifest:
         """One recursive listing of the attempt's directory: files and the directories they need."""
         attempt_dir = self.task_attempt_dir(task)

@@ -66,6 +66,23 @@ def leftovers(store: Store, dest: str) -> list[str]:
     return sorted(set(left))
 
 
+def run_tasks(committer: Committer, job: JobContext, tasks: int = 2,
+              n: int = 2) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
+    """Set up, write (``n`` files in a ``p=<index>`` partition each) and commit ``tasks`` tasks.
+
+    Returns the task messages and the files the job should publish.
+    """
+    messages, expected = [], {}
+    for index in range(tasks):
+        task = job.task_attempt(index)
+        committer.setup_task(task)
+        files = {f"p={index}/part-{index}-{i}.bin": f"task {index} file {i}".encode() for i in range(n)}
+        CommitterConformance.write(committer, task, files)
+        expected.update(files)
+        messages.append(committer.commit_task(task))
+    return messages, expected
+
+
 class CommitterConformance:
     """Abstract suite: not collected itself (no ``Test`` prefix), run by subclasses."""
 
