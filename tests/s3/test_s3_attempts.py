@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from s3_helpers import start
 
 import outcommit
 from outcommit import JobContext
@@ -17,13 +18,6 @@ pytestmark = pytest.mark.s3
 def config(s3_config):
     return {**s3_config, "outcommit.committer.unique-filenames": "false",
             "outcommit.s3.abort-pending-uploads": "false"}
-
-
-def start(url, config, name):
-    committer = outcommit.create_committer(url, config, name)
-    job = JobContext(url, config=committer.config)
-    committer.setup_job(job)
-    return committer, job
 
 
 def write(committer, task, files):

@@ -6,9 +6,10 @@ import json
 import posixpath
 
 import pytest
+from s3_helpers import run_task, start
 
 import outcommit
-from outcommit import CorruptFileError, JobContext
+from outcommit import CorruptFileError
 from outcommit.cli import main as cli_main
 from outcommit.errors import CommitError, DestinationExistsError
 from outcommit.testing.conformance import leftovers, visible_files
@@ -24,20 +25,6 @@ def write(committer, task, files):
     for rel, data in files.items():
         with fs.open(posixpath.join(base, rel), "wb") as f:
             f.write(data)
-
-
-def run_task(committer, job, index, files, attempt=0):
-    task = job.task_attempt(index, attempt)
-    committer.setup_task(task)
-    write(committer, task, files)
-    return committer.commit_task(task)
-
-
-def start(url, config, name, **extra):
-    committer = outcommit.create_committer(url, {**config, **extra}, name)
-    job = JobContext(url, config=committer.config)
-    committer.setup_job(job)
-    return committer, job
 
 
 @pytest.fixture

@@ -5,31 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from s3_helpers import run_task, start
 
 import outcommit
-from outcommit import CorruptFileError, JobContext
+from outcommit import CorruptFileError
 from outcommit.testing.conformance import leftovers, visible_files
 
 pytestmark = pytest.mark.s3
 
 NO_SWEEP = {"outcommit.s3.abort-pending-uploads": "false"}
-
-
-def start(url, config, name, **extra):
-    committer = outcommit.create_committer(url, {**config, **extra}, name)
-    job = JobContext(url, config=committer.config)
-    committer.setup_job(job)
-    return committer, job
-
-
-def run_task(committer, job, index, files, attempt=0):
-    task = job.task_attempt(index, attempt)
-    committer.setup_task(task)
-    fs, base = committer.filesystem(task), committer.work_path(task)
-    for rel, data in files.items():
-        with fs.open(f"{base}/{rel}", "wb") as f:
-            f.write(data)
-    return committer.commit_task(task)
 
 
 def published(committer, job):

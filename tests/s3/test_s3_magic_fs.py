@@ -5,9 +5,9 @@ from __future__ import annotations
 import gc
 
 import pytest
+from s3_helpers import outcome, start
 
 import outcommit
-from outcommit import JobContext
 from outcommit.errors import TaskCommitError
 from outcommit.testing.conformance import leftovers, visible_files
 from outcommit.testing.faults import Fault, FaultInjectingStore
@@ -23,22 +23,10 @@ def config(s3_config):
     return {**s3_config, "outcommit.committer.unique-filenames": "false", **NO_SWEEP}
 
 
-def start(url, config, name="magic", store=None, **extra):
-    committer = outcommit.create_committer(url, {**config, **extra}, name, store=store)
-    job = JobContext(url, config=committer.config)
-    committer.setup_job(job)
-    return committer, job
-
-
 def task_fs(committer, job, index=0, attempt=0):
     task = job.task_attempt(index, attempt)
     committer.setup_task(task)
     return task, committer.filesystem(task), committer.work_path(task)
-
-
-def outcome(url, config):
-    store = outcommit.open_store(url, config)
-    return visible_files(store, store.strip(url)), leftovers(store, store.strip(url))
 
 
 def test_rm_of_magic_files_aborts_their_uploads(config, s3_root):

@@ -16,10 +16,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from s3_helpers import outcome, start
 
 import outcommit
-from outcommit import JobContext
-from outcommit.testing.conformance import leftovers, visible_files
 
 pytestmark = pytest.mark.s3
 
@@ -41,23 +40,11 @@ def recorded(*clients: Any) -> Iterator[list[str]]:
             client.meta.events.unregister("before-call.s3", before)
 
 
-def start(url: str, config: dict[str, Any]) -> tuple[Any, JobContext]:
-    committer = outcommit.create_committer(url, config, "magic")
-    job = JobContext(url, config=committer.config)
-    committer.setup_job(job)
-    return committer, job
-
-
 def write(committer: Any, task: Any, files: dict[str, bytes]) -> None:
     fs, base = committer.filesystem(task), committer.work_path(task)
     for rel, data in files.items():
         with fs.open(f"{base}/{rel}", "wb") as f:
             f.write(data)
-
-
-def outcome(url: str, config: dict[str, Any]) -> tuple[dict[str, bytes], list[str]]:
-    store = outcommit.open_store(url, config)
-    return visible_files(store, store.strip(url)), leftovers(store, store.strip(url))
 
 
 def test_one_file_is_five_requests_and_the_liveness_check_comes_last(s3_config, s3_root):

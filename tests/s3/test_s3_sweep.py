@@ -6,6 +6,7 @@ import logging
 import os
 
 import pytest
+from s3_helpers import run_task, start
 
 import outcommit
 from outcommit import JobContext
@@ -19,22 +20,6 @@ pytestmark = pytest.mark.s3
 @pytest.fixture
 def config(s3_config):
     return {**s3_config, "outcommit.committer.unique-filenames": "false"}
-
-
-def start(url, config, name="magic", store=None, **extra):
-    committer = outcommit.create_committer(url, {**config, **extra}, name, store=store)
-    job = JobContext(url, config=committer.config)
-    committer.setup_job(job)
-    return committer, job
-
-
-def run_task(committer, job, index, files, attempt=0):
-    task = job.task_attempt(index, attempt)
-    committer.setup_task(task)
-    fs, base = committer.filesystem(task), committer.work_path(task)
-    for rel, data in files.items():
-        fs.pipe_file(f"{base}/{rel}", data)
-    return committer.commit_task(task)
 
 
 @pytest.mark.parametrize("name", ["magic", "directory"])
