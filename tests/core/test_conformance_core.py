@@ -24,27 +24,13 @@ def memory_root():
     MemoryFileSystem().rm(root, recursive=True) if MemoryFileSystem().exists(root) else None
 
 
-class TestV1OnFile(CommitterConformance):
+class V1Binding(CommitterConformance):
     @pytest.fixture
     def committer_name(self) -> str:
         return "v1"
 
-    @pytest.fixture
-    def destination_root(self, file_root: str) -> str:
-        return file_root
 
-
-class TestV1OnMemory(CommitterConformance):
-    @pytest.fixture
-    def committer_name(self) -> str:
-        return "v1"
-
-    @pytest.fixture
-    def destination_root(self, memory_root: str) -> str:
-        return memory_root
-
-
-class TestV2OnFile(CommitterConformance):
+class V2Binding(CommitterConformance):
     # v2's job commit only writes _SUCCESS: fail that write.
     job_commit_fault = Fault("save_json", path_contains="_SUCCESS")
 
@@ -52,18 +38,30 @@ class TestV2OnFile(CommitterConformance):
     def committer_name(self) -> str:
         return "v2"
 
+
+class OnFile:
     @pytest.fixture
     def destination_root(self, file_root: str) -> str:
         return file_root
 
 
-class TestV2OnMemory(CommitterConformance):
-    job_commit_fault = Fault("save_json", path_contains="_SUCCESS")
-
-    @pytest.fixture
-    def committer_name(self) -> str:
-        return "v2"
-
+class OnMemory:
     @pytest.fixture
     def destination_root(self, memory_root: str) -> str:
         return memory_root
+
+
+class TestV1OnFile(OnFile, V1Binding):
+    pass
+
+
+class TestV1OnMemory(OnMemory, V1Binding):
+    pass
+
+
+class TestV2OnFile(OnFile, V2Binding):
+    pass
+
+
+class TestV2OnMemory(OnMemory, V2Binding):
+    pass

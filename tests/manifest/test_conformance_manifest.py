@@ -22,7 +22,9 @@ def _refused(message: str) -> BaseException:
 MANIFEST_JOB_COMMIT_FAULT = Fault("rename_file", path_contains="/tasks/", skip=2, error=_refused)
 
 
-class TestManifestOnFile(CommitterConformance):
+class ManifestBinding(CommitterConformance):
+    """The manifest committer's fixtures; subclasses choose the store."""
+
     job_commit_fault = MANIFEST_JOB_COMMIT_FAULT
 
     @pytest.fixture
@@ -33,22 +35,14 @@ class TestManifestOnFile(CommitterConformance):
     def config(self) -> dict[str, Any]:
         return dict(FAST_RETRIES)
 
+
+class TestManifestOnFile(ManifestBinding):
     @pytest.fixture
     def destination_root(self, file_root: str) -> str:
         return file_root
 
 
-class TestManifestOnMemory(CommitterConformance):
-    job_commit_fault = MANIFEST_JOB_COMMIT_FAULT
-
-    @pytest.fixture
-    def committer_name(self) -> str:
-        return "manifest"
-
-    @pytest.fixture
-    def config(self) -> dict[str, Any]:
-        return dict(FAST_RETRIES)
-
+class TestManifestOnMemory(ManifestBinding):
     @pytest.fixture
     def destination_root(self, memory_root: str) -> str:
         return memory_root
