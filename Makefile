@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-PLUGIN_PYPROJECTS := $(wildcard plugins/*/pyproject.toml)
+PLUGIN_PYPROJECTS := $(wildcard plugins/*/pyproject.toml) devtools/pyproject.toml
 
 .PHONY: setup demo test lint type bench clean
 
@@ -23,7 +23,7 @@ test: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check core plugins tests benchmarks
+	$(BIN)/ruff check core plugins devtools tests benchmarks
 
 type: setup
 	$(BIN)/mypy
