@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from outcommit_azure.emulator import Azurite, start_azurite
+from outcommit_azure.emulator import Azurite
 
 CONTAINER = "outcommit-tests"
 
 
 @pytest.fixture(scope="session")
-def azurite() -> Iterator[Azurite]:
-    server = start_azurite()
-    try:
-        server.create_container(CONTAINER)
-        yield server
-    finally:
-        server.stop()
+def azurite(azurite_server: Azurite) -> Azurite:
+    azurite_server.create_container(CONTAINER)
+    return azurite_server
 
 
 @pytest.fixture

@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from outcommit_gcs.emulator import GcsEmulator, start_gcs_emulator
+from outcommit_gcs.emulator import GcsEmulator
 
 BUCKET = "outcommit-tests"
 
 
 @pytest.fixture(scope="session")
-def gcs_emulator() -> Iterator[GcsEmulator]:
-    emulator = start_gcs_emulator()
-    try:
-        emulator.create_bucket(BUCKET)
-        yield emulator
-    finally:
-        emulator.stop()
+def gcs_emulator(gcs_server: GcsEmulator) -> GcsEmulator:
+    gcs_server.create_bucket(BUCKET)
+    return gcs_server
 
 
 @pytest.fixture

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from outcommit_s3.embedded import EmbeddedS3, start_moto_server
+from outcommit_s3.embedded import EmbeddedS3
 
 BUCKET = "outcommit-test"
 
 
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator[EmbeddedS3]:
-    server = start_moto_server([BUCKET], max_attempts=1)
-    yield server
-    server.stop()
+def s3_server(moto_server: EmbeddedS3) -> EmbeddedS3:
+    moto_server.create_bucket(BUCKET)
+    return moto_server
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,14 +15,9 @@ CONTAINER = "spark-tests"
 
 
 @pytest.fixture(scope="module")
-def azurite() -> Iterator[Any]:
-    emulator = pytest.importorskip("outcommit_azure.emulator")
-    server = emulator.start_azurite()
-    try:
-        server.create_container(CONTAINER)
-        yield server
-    finally:
-        server.stop()
+def azurite(azurite_server: Any) -> Any:
+    azurite_server.create_container(CONTAINER)
+    return azurite_server
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,16 +15,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.s3]
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[Any]:
-    embedded = pytest.importorskip("outcommit_s3.embedded")
-    from outcommit.plugins import get_registry
-
-    missing = {"magic", "partitioned"} - set(get_registry().committers())
-    if missing:
-        pytest.skip(f"the S3 plugin does not register {', '.join(sorted(missing))} yet")
-    server = embedded.start_moto_server(buckets=["spark"])
-    yield server
-    server.stop()
+def moto(moto_server: Any) -> Any:
+    moto_server.create_bucket("spark")
+    # Two attempts per request, as users get by default with the embedded server.
+    return dataclasses.replace(moto_server, max_attempts=2)
 
 
 @pytest.fixture

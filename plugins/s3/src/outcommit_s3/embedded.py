@@ -68,7 +68,12 @@ class EmbeddedS3:
                                           s3={"addressing_style": "path"}))
 
     def create_bucket(self, name: str) -> None:
-        self.client().create_bucket(Bucket=name)
+        """Create ``name`` unless it exists already (a shared server, several test modules)."""
+        client = self.client()
+        try:
+            client.create_bucket(Bucket=name)
+        except client.exceptions.BucketAlreadyOwnedByYou:
+            pass
 
     def stop(self) -> None:
         self.server.stop()
