@@ -47,6 +47,16 @@ OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT = "output.invisible-until-job-commit"
 """No task output is visible in the destination before job commit."""
 DYNAMIC_PARTITION_OVERWRITE = "dynamic-partition-overwrite"
 """Only the partitions a job writes are replaced."""
+TASK_COMMIT_ISOLATED = "task-commit.isolated"
+"""Any attempt may commit its task without the driver's permission, harmlessly.
+
+Committing an attempt publishes nothing and changes nothing that a job commit given the
+task messages reads for another attempt: the job commits exactly the attempts named in
+its messages. Engines that cannot ask a commit coordinator before task commit (a PySpark
+data source's task returns its message before Spark's coordinator decides) commit tasks
+on the executor only with this capability; otherwise the driver commits the attempts it
+accepted.
+"""
 
 COMMITTER_CAPABILITIES: tuple[str, ...] = (
     TASK_COMMIT_REPEATABLE,
@@ -54,6 +64,7 @@ COMMITTER_CAPABILITIES: tuple[str, ...] = (
     JOB_RECOVERABLE,
     OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT,
     DYNAMIC_PARTITION_OVERWRITE,
+    TASK_COMMIT_ISOLATED,
 )
 
 

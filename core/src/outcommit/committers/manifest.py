@@ -112,6 +112,8 @@ class ManifestCommitter(JobDirectoryCommitter):
         # A committed manifest of job attempt N-1 is copied into attempt N.
         caps.JOB_RECOVERABLE,
         caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT,
+        # Each attempt's manifest names only its own directory; job commit takes the messages'.
+        caps.TASK_COMMIT_ISOLATED,
     )
 
     def __init__(self, destination: str, store: Store, config: Config | None = None) -> None:

@@ -107,6 +107,8 @@ class MultipartCommitter(Committer):
         caps.JOB_COMMIT_REPEATABLE,
         caps.JOB_RECOVERABLE,
         caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT,
+        # Pendingsets are per attempt; job commit completes exactly the messages' uploads.
+        caps.TASK_COMMIT_ISOLATED,
     )
     #: First name component of the job directory (``__magic_job-``, ``__staging_job-``).
     job_dir_prefix: ClassVar[str] = ""
