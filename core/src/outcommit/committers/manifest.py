@@ -35,6 +35,7 @@ from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
 from ..store import FileInfo, Store
 from ..success import SuccessData
+from . import journal
 from .manifest_format import (
     MANIFEST_SUFFIX,
     CheckedFile,
@@ -44,7 +45,6 @@ from .manifest_format import (
     check_manifest,
 )
 
-RENAMES_STARTED = "_renames-started.json"
 TASKS_DIR = "tasks"
 MANIFESTS_DIR = "manifests"
 
@@ -139,35 +139,15 @@ class ManifestCommitter(JobDirectoryCommitter):
     def manifest_path(self, job: JobContext, task_id: str, attempt: int | None = None) -> str:
         return self.store.join(self.manifests_dir(job, attempt), task_id + MANIFEST_SUFFIX)
 
-    def renames_marker(self, job: JobContext) -> str:
-        """Written before the first rename of the job, whatever its attempt.
-
-        Per job, not per job attempt: a restarted driver (attempt N+1) that recovers the
-        tasks must know that attempt N already renamed some files into the destination,
-        or its conflict handling would take them for foreign data ('fail' refuses,
-        'replace' deletes them while their sources are already gone).
-        """
-        return self.store.join(self.job_dir(job.job_id), RENAMES_STARTED)
-
     # -- job -------------------------------------------------------------------------
-    def check_destination_on_setup(self, job: JobContext) -> None:
-        if not self.store.exists(self.renames_marker(job)):
-            # A later attempt of a job whose commit began finds its own files there.
-            self.check_destination_free()
-
-    def cleanup_job(self, job: JobContext) -> None:
-        """Delete attempt directories in parallel (slow recursive delete on object stores), then the job."""
-        log = self.logger(job)
+    def delete_job_state(self, job: JobContext) -> None:
+        """Attempt directories in parallel (slow recursive delete on object stores), then the job."""
         job_dir = self.job_dir(job.job_id)
-        try:
-            attempts = [c.path for c in self.store.list_dir(job_dir) if c.is_dir]
-            task_dirs = [t.path for a in attempts
-                         for t in self.store.list_dir(self.store.join(a, TASKS_DIR)) if t.is_dir]
-            self._parallel(lambda p: self.store.delete(p, recursive=True), task_dirs)
-            self.store.delete(job_dir, recursive=True)
-            self.remove_temporary_root()
-        except Exception:  # abort and cleanup never raise: they run on failure paths
-            log.warning("cleanup of %s failed", job_dir, exc_info=True)
+        attempts = [c.path for c in self.store.list_dir(job_dir) if c.is_dir]
+        task_dirs = [t.path for a in attempts
+                     for t in self.store.list_dir(self.store.join(a, TASKS_DIR)) if t.is_dir]
+        self._parallel(lambda p: self.store.delete(p, recursive=True), task_dirs)
+        self.store.delete(job_dir, recursive=True)
 
     # -- task ------------------------------------------------------------------------
     def build_manifest(self, task: TaskAttemptContext) -> TaskManifest:
@@ -215,6 +195,7 @@ class ManifestCommitter(JobDirectoryCommitter):
         except Exception as exc:
             raise TaskCommitError(f"task commit of {task.attempt_id} failed saving its manifest "
                                   f"{self.store.url(final)}: {exc}") from exc
+        self.abandon_if_job_ended(task, [final, self.task_attempt_dir(task)])
         log.info("committed task %s: manifest of %d files", task.attempt_id, len(manifest["files"]))
         return manifest
 
@@ -244,8 +225,11 @@ class ManifestCommitter(JobDirectoryCommitter):
             self.require_job(job, JobCommitError)
             with stats.stage("load-manifests"):
                 files, tasks = self._load(job, messages, stats)
-            marker = self.renames_marker(job)
-            resumed = self.store.exists(marker)
+            # The journal is per job, not per job attempt: a restarted driver (attempt N+1)
+            # that recovers the tasks must know that attempt N already renamed files into
+            # the destination, or conflict handling would take them for foreign data
+            # ('fail' refuses, 'replace' deletes them while their sources are gone).
+            resumed = journal.exists(self.store, self.job_dir(job.job_id))
             if resumed:
                 stats.add("commit.resumed")
                 log.info("resuming an interrupted job commit")
@@ -254,7 +238,8 @@ class ManifestCommitter(JobDirectoryCommitter):
                 self.check_destination_free()
                 if self.conflict_mode == "replace":
                     self.replace_destination(job)
-                self.store.save_json(marker, {"jobId": job.job_id, "started": time.time()})
+                self.save_journal(job, [journal.Entry(f.source, f.dest, f.size, f.etag)
+                                        for f in files])
             with stats.stage("create-directories"):
                 self._create_directories(files, stats)
             with stats.stage("rename-files"):

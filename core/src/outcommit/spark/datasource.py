@@ -13,7 +13,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -22,6 +22,7 @@ from pyspark.sql.types import StructType
 
 from ..committer import Committer
 from ..context import JobContext
+from ..engine.tasks import commit_accepted_attempts, commits_on_executor
 from ..factory import create_committer, open_store
 from ..store import Store
 from ..success import SuccessData
@@ -58,6 +59,9 @@ class OutcommitCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     task_index: int
     attempt: int
     task_message: dict[str, Any] | None
+    #: The attempt wrote output that the driver must commit (committers whose task commit
+    #: is not isolated: see ``outcommit.engine.tasks``).
+    commit_on_driver: bool = False
     rows: int = 0
     files: int = 0
     bytes: int = 0
@@ -156,7 +160,10 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
                 fail_mid_write(len(written) + 1, "")
             # An attempt that wrote files must commit; asking the store first costs a listing.
             needs_commit = bool(written) or committer.needs_task_commit(task)
-            message = committer.commit_task(task) if needs_commit else None
+            # Spark's commit coordinator has not chosen this attempt yet: only an isolated
+            # task commit is safe here; the driver commits the others once accepted.
+            on_executor = commits_on_executor(committer)
+            message = committer.commit_task(task) if needs_commit and on_executor else None
         except InjectedTaskFailure:
             raise  # a killed attempt cleans nothing up: job commit/abort must
         except BaseException:
@@ -164,6 +171,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
             raise
         return OutcommitCommitMessage(
             task_index=index, attempt=attempt, task_message=message,
+            commit_on_driver=needs_commit and not on_executor,
             rows=sum(w.rows for w in written), files=len(written),
             bytes=sum(w.bytes for w in written), paths=[w.path for w in written])
 
@@ -180,9 +188,13 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
         add_metrics = getattr(committer, "add_metrics", None)
         if add_metrics is not None:
             add_metrics(stats)
-        task_messages = [m.task_message for m in sorted(accepted, key=lambda m: m.task_index)
-                         if m.task_message is not None]
+        accepted.sort(key=lambda m: m.task_index)
         try:
+            on_driver = commit_accepted_attempts(
+                committer, job, [(m.task_index, m.attempt) for m in accepted if m.commit_on_driver])
+            task_messages: list[Mapping[str, Any]] = [
+                m.task_message for m in accepted if m.task_message is not None]
+            task_messages += on_driver
             summary: SuccessData = committer.commit_job(job, task_messages)
         except BaseException:
             log.error("job %s: job commit to %s failed", job.job_id, self.plan.destination)

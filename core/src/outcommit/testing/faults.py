@@ -9,6 +9,8 @@ calls by operation (useful for request counts in benchmarks) and raises where to
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,6 +31,17 @@ MULTIPART_OPERATIONS = ("initiate", "upload_part", "complete", "abort", "list_pe
 
 class InjectedFault(OSError):
     """The error a Fault raises unless told otherwise."""
+
+
+def kill_process(message: str) -> BaseException:
+    """A Fault ``error`` that never returns: SIGKILL of this very process, as a crash.
+
+    ``Fault("rename_dir", when="after", error=kill_process)`` in a driver running in its
+    own process kills it right after its first directory rename took effect: nothing
+    below it runs, no ``finally`` and no cleanup, exactly as a killed driver.
+    """
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError(f"unreachable after SIGKILL ({message})")
 
 
 @dataclass
