@@ -121,9 +121,14 @@ class FileOutputCommitterV1(FileOutputCommitter):
             return self._task_message(task, [], attempt_dir)
         files = self.store.list_files(attempt_dir)
         message = self._task_message(task, files, attempt_dir)
-        # A previous attempt of this task may have committed: the last committer wins.
-        self.store.delete(committed, recursive=True)
-        self.store.rename_dir(attempt_dir, committed)
+        try:
+            # A previous attempt of this task may have committed: the last committer wins.
+            self.store.delete(committed, recursive=True)
+            self.store.rename_dir(attempt_dir, committed)
+        except Exception as exc:
+            self.abandon_if_job_ended(task, [committed])  # the job's cleanup took our directory
+            raise TaskCommitError(f"task commit of {task.attempt_id} failed renaming "
+                                  f"{self.store.url(attempt_dir)}: {exc}") from exc
         self.abandon_if_job_ended(task, [committed])
         self.logger(task).info("committed task %s (%d files)", task.attempt_id, len(files))
         return message

@@ -123,8 +123,12 @@ class FaultInjectingStore(Store):
     def _pick(self, operation: str, args: tuple[Any, ...]) -> Fault | None:
         with self._lock:
             self.calls[operation] += 1
-            for fault in self.faults:
-                if fault.matches(operation, args) and fault.times != 0:
+            faults = list(self.faults)
+        # Predicates run unlocked: one may act on this very store, from several threads.
+        matching = [f for f in faults if f.matches(operation, args)]
+        with self._lock:
+            for fault in matching:
+                if fault.times != 0:
                     fault.seen += 1
                     if fault.seen <= fault.skip:
                         continue
