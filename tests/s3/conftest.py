@@ -20,7 +20,7 @@ def s3_server(moto_server: EmbeddedS3) -> EmbeddedS3:
 
 @pytest.fixture
 def s3_config(s3_server: EmbeddedS3, tmp_path) -> dict[str, Any]:
-    return {**s3_server.config, "outcommit.committer.threads": "4",
+    return {**s3_server.config, "outcommit.committer.threads": "4", "outcommit.retry.backoff-ms": "0",
             "outcommit.s3.staging.tmp-dir": str(tmp_path / "staging")}
 
 

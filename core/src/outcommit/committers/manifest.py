@@ -33,6 +33,7 @@ from ..committer import JobDirectoryCommitter, relative_to
 from ..config import Config
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
+from ..retry import RetryPolicy
 from ..store import FileInfo, Store
 from ..success import SuccessData
 from . import journal
@@ -59,8 +60,10 @@ CONFIG_KEYS: dict[str, str] = {
     DELETE_TARGET_KEY: "manifest: delete existing destination files before rename (default false: "
                        "an existing file fails the commit)",
     REPORT_DIR_KEY: "manifest: directory to save each job's summary report, also on failure",
-    ATTEMPTS_KEY: "manifest: attempts per store request on throttling or transient errors (default 5)",
-    BACKOFF_KEY: "manifest: first retry delay in ms, doubled per retry (default 200)",
+    ATTEMPTS_KEY: "manifest: attempts per store request on throttling or transient errors "
+                  "(default: outcommit.retry.attempts)",
+    BACKOFF_KEY: "manifest: first retry delay cap in ms, doubled per retry, full jitter "
+                 "(default: outcommit.retry.backoff-ms)",
 }
 
 log = logging.getLogger("outcommit.committer.manifest")
@@ -71,6 +74,14 @@ R = TypeVar("R")
 
 class RenameFailed(CommitError):
     """A file rename failed and the store could not show that it happened."""
+
+
+class _RetryRename(Exception):
+    """A rename that provably did not happen and failed transiently: try it again."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 class Stats:
@@ -120,8 +131,7 @@ class ManifestCommitter(JobDirectoryCommitter):
         super().__init__(destination, store, config)
         self.validate_output = self.config.get_bool(VALIDATE_KEY, False)
         self.delete_target_files = self.config.get_bool(DELETE_TARGET_KEY, False)
-        self.io_attempts = self.config.get_int(ATTEMPTS_KEY, 5, minimum=1)
-        self.backoff = self.config.get_int(BACKOFF_KEY, 200, minimum=0) / 1000.0
+        self.retry = RetryPolicy.from_config(self.config, ATTEMPTS_KEY, BACKOFF_KEY)
 
     # -- paths ---------------------------------------------------------------------
     def attempt_dir_name(self, attempt: int) -> str:
@@ -334,15 +344,16 @@ class ManifestCommitter(JobDirectoryCommitter):
     def _rename(self, entry: CheckedFile, stats: Stats, resumed: bool = False) -> None:
         """Rename one file; after a failure the store's evidence decides: done, retry or fail."""
         known = FileInfo(entry.source, entry.size, False, entry.etag)
-        delay = self.backoff
-        for attempt in range(1, self.io_attempts + 1):
+        # On a resumed commit the target may be this job's own renamed file, whose source
+        # is gone: deleting it would lose it. Only a source still waiting makes the target
+        # someone else's file.
+        replace_target = self.delete_target_files and (not resumed or self.store.exists(entry.source))
+
+        def attempt() -> None:
+            if replace_target and not stats_of_attempts:
+                self.store.delete(entry.dest)
+            stats_of_attempts.append(1)
             try:
-                # On a resumed commit the target may be this job's own renamed file, whose
-                # source is gone: deleting it would lose it. Only a source still waiting
-                # makes the target someone else's file.
-                if self.delete_target_files and attempt == 1 and (
-                        not resumed or self.store.exists(entry.source)):
-                    self.store.delete(entry.dest)
                 self.store.rename_file(entry.source, entry.dest, overwrite=False)
                 stats.add("files.renamed")
                 stats.add("bytes.renamed", entry.size)
@@ -374,13 +385,22 @@ class ManifestCommitter(JobDirectoryCommitter):
             throttled = self.store.is_throttling(failure)
             if throttled:
                 stats.add("store.throttled")
-            if not (throttled or self.store.is_transient(failure)) or attempt == self.io_attempts:
+            if not (throttled or self.store.is_transient(failure)):
                 raise RenameFailed(
-                    f"rename {self.store.url(entry.source)} -> {self.store.url(entry.dest)} failed "
-                    f"after {attempt} attempt(s): {type(failure).__name__}: {failure}") from failure
-            stats.add("rename.retried")
-            time.sleep(delay)
-            delay *= 2
+                    f"rename {self.store.url(entry.source)} -> {self.store.url(entry.dest)} failed: "
+                    f"{type(failure).__name__}: {failure}") from failure
+            raise _RetryRename(failure)  # it did not happen: the same rename may succeed later
+
+        stats_of_attempts: list[int] = []
+        try:
+            self.retry.call(attempt, retry_if=lambda e: isinstance(e, _RetryRename),
+                            what=f"rename of {entry.source}",
+                            on_retry=lambda _e: stats.add("rename.retried"))
+        except _RetryRename as exc:
+            raise RenameFailed(
+                f"rename {self.store.url(entry.source)} -> {self.store.url(entry.dest)} failed "
+                f"after {len(stats_of_attempts)} attempt(s): {type(exc.cause).__name__}: "
+                f"{exc.cause}") from exc.cause
 
     def _validate(self, entry: CheckedFile, stats: Stats) -> None:
         status = self.store.info(entry.dest)
@@ -413,20 +433,13 @@ class ManifestCommitter(JobDirectoryCommitter):
 
     def _with_retries(self, action: Callable[[], T], what: str, stats: Stats) -> T:
         """Retry an idempotent store request on throttling or transient failures."""
-        delay = self.backoff
-        for attempt in range(1, self.io_attempts + 1):
-            try:
-                return action()
-            except Exception as exc:
-                throttled = self.store.is_throttling(exc)
-                if throttled:
-                    stats.add("store.throttled")
-                if attempt == self.io_attempts or not (throttled or self.store.is_transient(exc)):
-                    raise
-                log.info("%s failed (%s); retrying", what, exc)
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
+        def retryable(exc: BaseException) -> bool:
+            throttled = self.store.is_throttling(exc)
+            if throttled:
+                stats.add("store.throttled")
+            return throttled or self.store.is_transient(exc)
+
+        return self.retry.call(action, retry_if=retryable, what=what)
 
     def summary_report_dir(self) -> str | None:
         """Hadoop's manifest report directory first, then the core one."""

@@ -152,7 +152,7 @@ class S3Settings:
 
         session = boto3.session.Session()
         options: dict[str, Any] = {
-            "retries": {"max_attempts": self.max_attempts, "mode": "standard"},
+            "retries": {"total_max_attempts": self.max_attempts, "mode": "standard"},
             "max_pool_connections": self.max_connections,
         }
         if self.path_style:
@@ -168,7 +168,7 @@ class S3Settings:
             # A listing cache would miss objects completed by another client (our job commit).
             "use_listings_cache": False,
             "skip_instance_cache": True,
-            "config_kwargs": {"retries": {"max_attempts": self.max_attempts, "mode": "standard"},
+            "config_kwargs": {"retries": {"total_max_attempts": self.max_attempts, "mode": "standard"},
                               "max_pool_connections": self.max_connections},
         }
         if self.path_style:

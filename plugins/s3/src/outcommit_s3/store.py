@@ -22,6 +22,7 @@ from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.config import Config
 from outcommit.errors import ConfigError
+from outcommit.retry import RetryPolicy
 from outcommit.store import FileInfo, Store
 
 from .multipart import S3MultipartUploads, error_code
@@ -59,6 +60,8 @@ class S3Store(Store):
         self._client_lock = threading.Lock()
         self._multipart = S3MultipartUploads(self)
         self.threads = self.config.get_int("outcommit.committer.threads", 8, minimum=1)
+        #: Retries of commit requests beyond botocore's own (completions under throttling).
+        self.retry = RetryPolicy.from_config(self.config)
 
     # -- clients -----------------------------------------------------------------
     @property
