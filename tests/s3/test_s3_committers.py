@@ -109,6 +109,17 @@ def test_staging_unique_filenames_by_default(s3_config, s3_root):
     assert list(visible_files(store, store.strip(url))) == [f"part-0-{job.job_id}.snappy.parquet"]
 
 
+@pytest.mark.parametrize("name", ["directory", "partitioned"])
+def test_staging_names_already_unique_keep_one_job_id(name, s3_config, s3_root):
+    """The data source's names carry the job id already: it is not added twice."""
+    url = f"{s3_root}/uniq2"
+    committer, job = start(url, s3_config, name)
+    written = f"part-00001-000-{job.job_id}-a0.parquet"
+    committer.commit_job(job, [run_task(committer, job, 0, {f"d=1/{written}": b"x"})])
+    store = outcommit.open_store(url, s3_config)
+    assert list(visible_files(store, store.strip(url))) == [f"d=1/{written}"]
+
+
 # -- attempts ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["magic", "directory"])
 def test_stale_attempt_finishing_late_does_not_change_discovery(name, config, s3_root):

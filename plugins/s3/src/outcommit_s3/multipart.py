@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_PARTS = 10_000
+MAX_PART_SIZE = 5 * 1024**3      # S3's limits: 5 GiB per part,
+MAX_OBJECT_SIZE = 5 * 1024**4    # 5 TiB per object
 
 
 class UploadGoneError(CommitError):

@@ -32,7 +32,13 @@ UNIQUE_FILENAMES = "outcommit.committer.unique-filenames"
 
 
 def add_unique(name: str, unique: str) -> str:
-    """``part-0001.snappy.parquet`` -> ``part-0001-<unique>.snappy.parquet`` (Hadoop's rule)."""
+    """``part-0001.snappy.parquet`` -> ``part-0001-<unique>.snappy.parquet`` (Hadoop's rule).
+
+    A name that already carries it (Spark's and outcommit's writers put the job id in
+    every name) is left alone, as Hadoop does: never ``...-<jobId>-<jobId>``.
+    """
+    if unique in name:
+        return name
     dot = name.find(".", 1)
     return f"{name}-{unique}" if dot < 0 else f"{name[:dot]}-{unique}{name[dot:]}"
 
