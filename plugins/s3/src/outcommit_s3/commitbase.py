@@ -27,6 +27,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from outcommit import capabilities as caps
@@ -41,6 +42,7 @@ from outcommit.errors import (
     JobCommitError,
     TaskCommitError,
 )
+from outcommit.multipart import PendingUpload
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
@@ -81,6 +83,15 @@ class CorruptCommitDataError(JobCommitError, CorruptFileError):
         self.path = cause.path
         self.field = cause.field
         self.problem = cause.problem
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What the pending-upload sweep did: aborted, and left to other live jobs."""
+
+    aborted: int
+    skipped: int
+    owners: list[str]
 
 
 def parallel(fn: Callable[[T], R], items: Sequence[T], threads: int) -> list[tuple[T, R | None,
@@ -126,7 +137,6 @@ class MultipartCommitter(Committer):
         self.abort_pending = self.config.get_bool("outcommit.s3.abort-pending-uploads", True)
         self.inline_limit = self.config.get_int(INLINE_LIMIT, 200, minimum=0)
         self.reserved = ("__magic", *JOB_DIR_PREFIXES, "_temporary")
-        self._sweep_skipped = False
 
     # -- where the job's state lives (overridden by staging's shared directory) -----------------
     @property
@@ -162,6 +172,24 @@ class MultipartCommitter(Committer):
         if not self.meta.exists(self.meta.join(self.job_attempt_dir(job), JOB_MARKER)):
             raise error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
                         "it was never set up, or it has already been committed or aborted")
+
+    def _require_committable(self, job: JobContext) -> None:
+        """Job commit may go on where an interrupted one ended the job for its writers."""
+        started = self.meta.join(self.job_attempt_dir(job), COMMIT_STARTED)
+        try:
+            self.require_job(job, JobCommitError)
+        except JobCommitError:
+            if not self.meta.exists(started):
+                raise
+
+    def end_job(self, job: JobContext) -> None:
+        """Delete the job's markers: from now on every writer's liveness check fails.
+
+        A writer whose check still saw the marker had saved its pending data before this
+        deletion; listings made after it find that data, so what reads it must come after.
+        """
+        for attempt in range(job.attempt + 1):
+            self.meta.delete(self.meta.join(self.job_attempt_dir(job, attempt), JOB_MARKER))
 
     # -- task commit ---------------------------------------------------------------------------------
     def publish_task(self, task: TaskAttemptContext, pendingset: PendingSet) -> dict[str, Any]:
@@ -279,7 +307,7 @@ class MultipartCommitter(Committer):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = time.monotonic()
         log = self.logger(job)
-        self.require_job(job, JobCommitError)
+        self._require_committable(job)
         commits: list[PendingCommit] = []
         try:
             pendingsets = (self._from_messages(job, messages) if messages is not None
@@ -290,7 +318,10 @@ class MultipartCommitter(Committer):
                                 {"jobId": job.job_id, "started": time.time()})
             removed = self.resolve_conflicts(job, commits)
             self.complete_all(job, commits)
-            # The output is complete and visible: nothing below may fail the commit.
+            # The output is complete and visible: nothing below may fail the commit. The job
+            # ends for its writers first, so that a straggler closing a file now either
+            # aborts its own upload or has saved it where the listings below find it.
+            self.end_job(job)
             metrics, diagnostics = self._after_completion(job)
             summary = self.write_success(
                 job, [self.store.url(c.path) for c in commits],
@@ -316,14 +347,14 @@ class MultipartCommitter(Committer):
         one must not leave uploads pending silently (they cost storage until aborted).
         """
         log = self.logger(job)
-        self._sweep_skipped = False
         sweep = "disabled (outcommit.s3.abort-pending-uploads=false)"
         if self.abort_pending:
             try:
-                aborted = self.abort_pending_under_destination(job)
-                if not self._sweep_skipped:
-                    return {"uploads.aborted.other": aborted}, {"uploads.sweep": "done"}
-                sweep = f"skipped: other jobs are active here ({', '.join(self._active_others[:3])})"
+                result = self.abort_pending_under_destination(job)
+                if not result.skipped:
+                    return {"uploads.aborted.other": result.aborted}, {"uploads.sweep": "done"}
+                sweep = (f"skipped {result.skipped} uploads that may belong to live jobs "
+                         f"({', '.join(result.owners[:3])})")
             except Exception as exc:
                 log.warning("aborting pending uploads under %s failed", self.destination, exc_info=True)
                 sweep = f"failed: {type(exc).__name__}: {exc}"
@@ -518,18 +549,25 @@ class MultipartCommitter(Committer):
                                          self.store.url(commit.path), error)
         return sum(1 for _, ok, _ in outcomes if ok)
 
-    def abort_pending_under_destination(self, job: JobContext) -> int:
-        """Abort every pending upload under the destination *directory* (never an adjacent prefix)."""
-        others = self.other_active_jobs(job)
-        if others:
-            # Another driver is writing here: its uploads are not ours to abort. (A crashed
-            # job's directory has the same effect until it is aborted: see docs/s3.md.)
-            self.logger(job).warning("not aborting other pending uploads under %s: job directories "
-                                     "%s exist there", self.destination, ", ".join(others[:3]))
-            self._sweep_skipped = True
-            self._active_others = others
-            return 0
+    def abort_pending_under_destination(self, job: JobContext) -> Sweep:
+        """Abort the pending uploads under the destination *directory* that no other job owns.
+
+        Never an adjacent prefix (``dataset1/`` is not ``dataset10/``). An upload belongs to
+        another live job when a directory on its path, from the bucket down to its parent,
+        holds that job's directory: a job writing to the bucket root or to a parent of this
+        destination, one writing to a sub-directory of it, or one writing here at the same
+        time. Those are skipped and reported (a crashed job's directory keeps protecting its
+        uploads until that job is aborted: see docs/s3.md).
+        """
         pending = [p for p in self.mp.list_pending(self.dest + "/") if _inside(p.path, self.dest)]
+        busy = self._directories_with_other_jobs(job, pending)
+        owned = [p for p in pending if any(d in busy for d in _ancestors(p.path))]
+        others = sorted({name for d in busy for name in busy[d]})
+        if owned:
+            self.logger(job).warning("not aborting %d pending uploads under %s: they may belong to "
+                                     "the live jobs %s", len(owned), self.destination,
+                                     ", ".join(others[:3]))
+        pending = [p for p in pending if p not in owned]
         outcomes = parallel(lambda p: self.mp.abort(p.path, p.upload_id), pending, self.threads)
         count = sum(1 for _, ok, _ in outcomes if ok)
         for upload, _, error in outcomes:
@@ -538,13 +576,29 @@ class MultipartCommitter(Committer):
                                          self.store.url(upload.path), error)
         if count:
             self.logger(job).info("aborted %d other pending uploads under %s", count, self.destination)
-        return count
+        return Sweep(aborted=count, skipped=len(owned), owners=others)
 
-    def other_active_jobs(self, job: JobContext) -> list[str]:
-        """Job directories of other magic/staging jobs under the destination (live jobs)."""
-        own = f"{self.job_dir_prefix}{job.job_id}"
-        return [c.name for c in self.store.list_dir(self.dest)
-                if c.is_dir and c.name.startswith(JOB_DIR_PREFIXES) and c.name != own]
+    def _directories_with_other_jobs(self, job: JobContext,
+                                     uploads: Sequence[PendingUpload]) -> dict[str, list[str]]:
+        """Directories on the uploads' paths that hold another job's directory, with its names.
+
+        One listing per distinct directory (the bucket and the destination's ancestors are
+        shared by every upload): a job's directory is always a child of its destination.
+        """
+        own = self.store.join(self.dest, f"{self.job_dir_prefix}{job.job_id}")
+        directories = sorted({d for u in uploads for d in _ancestors(u.path)})
+
+        def others(directory: str) -> list[str]:
+            return [c.name for c in self.store.list_dir(directory)
+                    if c.is_dir and c.name.startswith(JOB_DIR_PREFIXES) and c.path != own]
+
+        found: dict[str, list[str]] = {}
+        for directory, names, error in parallel(others, directories, self.threads):
+            if error is not None:
+                raise error  # unknown: abort nothing rather than another job's upload
+            if names:
+                found[directory] = names
+        return found
 
     def known_commits(self, job: JobContext) -> list[PendingCommit]:
         """Every upload of the job that a file identifies, corrupt files included (best effort)."""
@@ -571,11 +625,10 @@ class MultipartCommitter(Committer):
         # End the job before anything else: a straggling writer whose liveness check comes
         # after this sees the job gone and aborts its own upload; one whose check came
         # before had already saved its .pending, which the listing below finds.
-        for attempt in range(job.attempt + 1):
-            try:
-                self.meta.delete(self.meta.join(self.job_attempt_dir(job, attempt), JOB_MARKER))
-            except Exception:
-                log.warning("deleting the job marker of attempt %d failed", attempt, exc_info=True)
+        try:
+            self.end_job(job)
+        except Exception:
+            log.warning("deleting the job markers failed", exc_info=True)
         if own_aborts:
             try:
                 started = delete_completed and any(
@@ -623,6 +676,12 @@ def abortable_commits(store: Store, path: str, expect: Expectations) -> list[Pen
     except (ValueError, RecursionError):  # not JSON: scan the text for entries
         return salvage_commits(None, expect, raw)
     return salvage_commits(data, expect)
+
+
+def _ancestors(path: str) -> list[str]:
+    """Every directory above a store path, from the bucket down: ``b/x/y/f`` -> b, b/x, b/x/y."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def _inside(path: str, root: str) -> bool:
