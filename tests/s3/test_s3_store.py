@@ -9,8 +9,8 @@ from s3_helpers import HttpFaults, outcome, run_task, start
 
 import outcommit
 from outcommit import capabilities as caps
-from outcommit.errors import UnsafeCommitterError
-from outcommit_s3.multipart import UploadGoneError, UploadPendingError, multipart_etag
+from outcommit.errors import UnsafeCommitterError, UploadGoneError, UploadPendingError
+from outcommit_s3.multipart import multipart_etag
 
 pytestmark = pytest.mark.s3
 

@@ -34,6 +34,18 @@ CONFIG_KEYS: dict[str, str] = {
 }
 
 
+class RetryLater(Exception):
+    """Raised inside a retried action: it provably did not take effect and may succeed later.
+
+    For requests whose failure needs evidence before a retry (was the rename, the upload
+    completion, done after all?): the action decides, and ``cause`` is the real error.
+    """
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently a committer repeats a request that may succeed later."""

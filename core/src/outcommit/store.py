@@ -21,7 +21,7 @@ import fsspec
 from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
-from .errors import CorruptFileError, OutcommitError
+from .errors import CorruptFileError, RenameError
 from .multipart import MultipartUploads
 
 log = logging.getLogger(__name__)
@@ -45,10 +45,6 @@ class FileInfo:
 RenameOutcome = Literal["done", "not-done", "unknown"]
 _THROTTLE_MARKERS = ("SlowDown", "ServerBusy", "TooManyRequests", "Too Many Requests",
                      "503 Service Unavailable", "rateLimitExceeded")
-
-
-class RenameError(OutcommitError, OSError):
-    """A rename did not happen (and the store knows it did not)."""
 
 
 class Store:
@@ -286,4 +282,7 @@ class StoreSpec:
     capabilities: Capabilities
     description: str = ""
     plugin: str = ""
+
+
+__all__ = ["FileInfo", "RenameError", "RenameOutcome", "Store", "StoreSpec"]
 

@@ -32,8 +32,8 @@ from ..capabilities import Capabilities
 from ..committer import JobDirectoryCommitter, relative_to
 from ..config import Config
 from ..context import JobContext, TaskAttemptContext
-from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
-from ..retry import RetryPolicy
+from ..errors import CommitError, CorruptFileError, JobCommitError, RenameError, TaskCommitError
+from ..retry import RetryLater, RetryPolicy
 from ..store import FileInfo, Store
 from ..success import SuccessData
 from . import journal
@@ -70,18 +70,6 @@ log = logging.getLogger("outcommit.committer.manifest")
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class RenameFailed(CommitError):
-    """A file rename failed and the store could not show that it happened."""
-
-
-class _RetryRename(Exception):
-    """A rename that provably did not happen and failed transiently: try it again."""
-
-    def __init__(self, cause: Exception) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
 
 
 class Stats:
@@ -366,7 +354,7 @@ class ManifestCommitter(JobDirectoryCommitter):
                 f"check rename of {entry.source}", stats)
             if isinstance(failure, FileExistsError) and outcome != "done":
                 # Not our own earlier rename (a resumed commit): someone else's file is there.
-                raise RenameFailed(
+                raise RenameError(
                     f"cannot commit {self.store.url(entry.dest)}: a file already exists there. "
                     f"Set {DELETE_TARGET_KEY}=true to replace existing files, or use "
                     "conflict mode 'replace'") from failure
@@ -378,7 +366,7 @@ class ManifestCommitter(JobDirectoryCommitter):
                          failure)
                 return
             if outcome == "unknown":
-                raise RenameFailed(
+                raise RenameError(
                     f"rename {self.store.url(entry.source)} -> {self.store.url(entry.dest)} failed "
                     f"({type(failure).__name__}: {failure}) and the store cannot tell whether it "
                     "happened: failing the job rather than guessing") from failure
@@ -386,18 +374,18 @@ class ManifestCommitter(JobDirectoryCommitter):
             if throttled:
                 stats.add("store.throttled")
             if not (throttled or self.store.is_transient(failure)):
-                raise RenameFailed(
+                raise RenameError(
                     f"rename {self.store.url(entry.source)} -> {self.store.url(entry.dest)} failed: "
                     f"{type(failure).__name__}: {failure}") from failure
-            raise _RetryRename(failure)  # it did not happen: the same rename may succeed later
+            raise RetryLater(failure)  # it did not happen: the same rename may succeed later
 
         stats_of_attempts: list[int] = []
         try:
-            self.retry.call(attempt, retry_if=lambda e: isinstance(e, _RetryRename),
+            self.retry.call(attempt, retry_if=lambda e: isinstance(e, RetryLater),
                             what=f"rename of {entry.source}",
                             on_retry=lambda _e: stats.add("rename.retried"))
-        except _RetryRename as exc:
-            raise RenameFailed(
+        except RetryLater as exc:
+            raise RenameError(
                 f"rename {self.store.url(entry.source)} -> {self.store.url(entry.dest)} failed "
                 f"after {len(stats_of_attempts)} attempt(s): {type(exc.cause).__name__}: "
                 f"{exc.cause}") from exc.cause

@@ -23,6 +23,7 @@ from pyspark.sql.types import StructType
 from ..committer import Committer
 from ..context import JobContext
 from ..engine.tasks import commit_accepted_attempts, commits_on_executor
+from ..errors import InjectedFailure, OptionError, OutcommitError
 from ..factory import create_committer, open_store
 from ..store import Store
 from ..success import SuccessData
@@ -46,10 +47,6 @@ def cached_store(destination: str, config: dict[str, str]) -> Store:
                 _STORES.pop(next(iter(_STORES)))
             store = _STORES[key] = open_store(destination, config)
         return store
-
-
-class InjectedTaskFailure(RuntimeError):
-    """Raised by the ``_failTaskOnce`` hook: the attempt dies mid-write without cleanup."""
 
 
 @dataclass
@@ -100,10 +97,10 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
     def __init__(self, plan: WritePlan, schema: StructType) -> None:
         missing = [c for c in plan.partition_by if c not in schema.fieldNames()]
         if missing:
-            raise ValueError(f"partitionBy names columns the data does not have: {', '.join(missing)} "
+            raise OptionError(f"partitionBy names columns the data does not have: {', '.join(missing)} "
                              f"(columns: {', '.join(schema.fieldNames())})")
         if plan.partition_by and len(plan.partition_by) == len(schema.fieldNames()):
-            raise ValueError("partitionBy names every column: no data would be left in the files")
+            raise OptionError("partitionBy names every column: no data would be left in the files")
         # Created here first: an unknown or unsafe committer fails before any task runs.
         committer = create_committer(plan.destination, plan.config, plan.committer)
         job = plan.job_context()
@@ -133,7 +130,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
         context = TaskContext.get()
         if context is None:
-            raise RuntimeError("OutcommitWriter.write runs only inside a Spark task")
+            raise OutcommitError("OutcommitWriter.write runs only inside a Spark task")
         index, attempt = context.partitionId(), context.attemptNumber()
         committer, job = self._committer()
         task = job.task_attempt(index, attempt)
@@ -142,7 +139,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
         def fail_mid_write(seq: int, relative: str) -> None:
             if fail_now and seq >= 1:
-                raise InjectedTaskFailure(f"injected failure: task {index} attempt {attempt} "
+                raise InjectedFailure(f"injected failure: task {index} attempt {attempt} "
                                           f"dies after writing {seq} file(s) (test hook _failTaskOnce)")
 
         committer.setup_task(task)
@@ -164,7 +161,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
             # task commit is safe here; the driver commits the others once accepted.
             on_executor = commits_on_executor(committer)
             message = committer.commit_task(task) if needs_commit and on_executor else None
-        except InjectedTaskFailure:
+        except InjectedFailure:
             raise  # a killed attempt cleans nothing up: job commit/abort must
         except BaseException:
             committer.abort_task(task)

@@ -13,6 +13,7 @@ from typing import Any
 from ..config import ALIASES, CORE_KEYS, Config
 from ..context import SPARK_JOB_UUID_KEY, JobContext
 from ..engine.writer import FORMATS
+from ..errors import OptionError
 
 CONFLICT_KEY = "outcommit.committer.conflict-mode"
 
@@ -37,10 +38,6 @@ DATA_SOURCE_OPTIONS = {
 # Test and demo hook, not a user option: the first attempt of this Spark partition fails
 # after writing part of its data, without cleaning up, as a killed executor would.
 FAIL_TASK_ONCE_OPTION = "_failtaskonce"
-
-
-class OptionError(ValueError):
-    """A write option is missing or invalid."""
 
 
 def session_config(conf: Mapping[str, str] | list[tuple[str, str]]) -> dict[str, str]:

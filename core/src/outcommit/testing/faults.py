@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import InjectedFault
 from ..multipart import MultipartUploads, PendingUpload
 from ..store import Store
 
@@ -27,10 +28,6 @@ STORE_OPERATIONS = (
     "save_json", "load_json",
 )
 MULTIPART_OPERATIONS = ("initiate", "upload_part", "complete", "abort", "list_pending")
-
-
-class InjectedFault(OSError):
-    """The error a Fault raises unless told otherwise."""
 
 
 def kill_process(message: str) -> BaseException:

@@ -37,16 +37,18 @@ from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
     ConfigError,
+    CorruptCommitDataError,
     CorruptFileError,
     DestinationExistsError,
     JobCommitError,
     TaskCommitError,
+    UploadGoneError,
 )
 from outcommit.multipart import PendingUpload
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
-from .multipart import UploadGoneError, multipart_etag
+from .multipart import multipart_etag
 from .pending import (
     PENDING_SUFFIX,
     PENDINGSET_SUFFIX,
@@ -72,17 +74,6 @@ JOB_DIR_PREFIXES = ("__magic_job-", "__staging_job-")
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class CorruptCommitDataError(JobCommitError, CorruptFileError):
-    """Job commit refused a corrupt or tampered pending file (names the file and field)."""
-
-    def __init__(self, message: str, summary: object | None, cause: CorruptFileError) -> None:
-        Exception.__init__(self, message)
-        self.summary = summary
-        self.path = cause.path
-        self.field = cause.field
-        self.problem = cause.problem
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from fsspec.spec import AbstractBufferedFile
 from outcommit import capabilities as caps
 from outcommit.committer import is_inside, relative_to
 from outcommit.context import TaskAttemptContext
-from outcommit.errors import CorruptFileError, TaskCommitError
+from outcommit.errors import CorruptFileError, TaskCommitError, UnsupportedWriteError
 from outcommit.store import FileInfo
 
 from .commitbase import MultipartCommitter, abortable_commits, parallel
@@ -184,19 +184,19 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         """
         stripped = self._strip_protocol(path)
         if any(part in ("", ".", "..") for part in stripped.split("/")):
-            raise ValueError(f"{path}: empty, '.' and '..' path components are not allowed")
+            raise UnsupportedWriteError(f"{path}: empty, '.' and '..' path components are not allowed")
         base = self.committer.work_path(self.task)
         if not is_inside(stripped, self.committer.dest):
             return None  # not the committer's business: the plain filesystem
         if not is_inside(stripped, base):
-            raise ValueError(f"{path} is inside the destination but not under the task's work "
+            raise UnsupportedWriteError(f"{path} is inside the destination but not under the task's work "
                              f"path {base}: write there, or the commit protocol is bypassed")
         final = self._final(stripped)
         assert final is not None
         relative = relative_to(final, self.committer.dest)
         if relative == "_SUCCESS" or any(p.startswith(MAGIC) for p in relative.split("/")) \
                 or stripped.endswith(PENDING_SUFFIX):
-            raise ValueError(f"{path} maps to {final}, which the committer reserves")
+            raise UnsupportedWriteError(f"{path} maps to {final}, which the committer reserves")
         return final
 
     def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True,
@@ -207,7 +207,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         if final is None:
             return self.inner.open(path, mode, block_size=block_size, **kwargs)
         if "a" in mode:
-            raise ValueError(f"cannot append to {path}: files under __magic are write-once")
+            raise UnsupportedWriteError(f"cannot append to {path}: files under __magic are write-once")
         # No liveness check here (it would be a second HEAD per file): setup_task refuses a
         # stale attempt, and close() checks after the file's last write, which is the check
         # that also catches a job ending while the file is being written.
@@ -268,7 +268,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         if self._check_write(path2) is not None:
-            raise ValueError("copy into a magic path is not supported: write the file instead")
+            raise UnsupportedWriteError("copy into a magic path is not supported: write the file instead")
         self.inner.cp_file(path1, path2, **kwargs)
 
     def modified(self, path: str) -> Any:

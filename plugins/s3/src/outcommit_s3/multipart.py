@@ -14,8 +14,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from outcommit.errors import CommitError
+from outcommit.errors import UploadGoneError, UploadPendingError
 from outcommit.multipart import MultipartUploads, PendingUpload
+from outcommit.retry import RetryLater
 
 if TYPE_CHECKING:
     from .store import S3Store
@@ -25,22 +26,6 @@ log = logging.getLogger(__name__)
 MAX_PARTS = 10_000
 MAX_PART_SIZE = 5 * 1024**3      # S3's limits: 5 GiB per part,
 MAX_OBJECT_SIZE = 5 * 1024**4    # 5 TiB per object
-
-
-class UploadGoneError(CommitError):
-    """An upload is neither pending nor complete at its destination (aborted, or replaced)."""
-
-
-class UploadPendingError(CommitError):
-    """S3 kept refusing to complete an upload that is still pending (throttling, outages)."""
-
-
-class _StillPending(Exception):
-    """A completion that did not happen and may succeed later."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
 
 
 def describe_error(exc: BaseException) -> str:
@@ -133,13 +118,13 @@ class S3MultipartUploads(MultipartUploads):
                     if 400 <= status < 500 and status not in (408, 429):
                         raise  # refused as such (AccessDenied, InvalidPart...): no retry helps
                     if self.is_pending(path, upload_id) is not False:
-                        raise _StillPending(exc) from exc
+                        raise RetryLater(exc) from exc
                 return self._completed_before(path, upload_id, etags, code or str(status), exc)
 
         try:
-            return self.store.retry.call(once, retry_if=lambda e: isinstance(e, _StillPending),
+            return self.store.retry.call(once, retry_if=lambda e: isinstance(e, RetryLater),
                                          what=f"completion of upload {upload_id}")
-        except _StillPending as exc:
+        except RetryLater as exc:
             raise UploadPendingError(
                 f"upload {upload_id} to {self.store.url(path)} could not be completed: "
                 f"{describe_error(exc.cause)}, {self.store.retry.attempts} times. The upload is "
