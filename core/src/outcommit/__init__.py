@@ -26,7 +26,7 @@ from .errors import (
     UploadGoneError,
     UploadPendingError,
 )
-from .factory import create_committer, describe_capabilities, open_store
+from .factory import CommitterSelector, create_committer, describe_capabilities, open_store
 from .hookspecs import hookimpl
 from .store import FileInfo, Store, StoreSpec
 from .success import SUCCESS_FILE, SuccessData, load_success
@@ -38,6 +38,7 @@ __all__ = [
     "Capabilities",
     "CommitError",
     "Committer",
+    "CommitterSelector",
     "CommitterSpec",
     "Config",
     "ConfigError",

@@ -11,7 +11,7 @@ from .committer import CommitterSpec
 from .committers.fileoutput import FileOutputCommitterV1, FileOutputCommitterV2
 from .committers.manifest import CONFIG_KEYS as MANIFEST_KEYS
 from .committers.manifest import ManifestCommitter
-from .config import CORE_KEYS, Config
+from .config import CORE_ALIASES, CORE_KEYS, Config
 from .hookspecs import RegisterCommitter, RegisterStore, hookimpl
 from .retry import CONFIG_KEYS as RETRY_KEYS
 from .store import StoreSpec
@@ -46,3 +46,9 @@ def register_committers(register: RegisterCommitter) -> None:
 def register_config_keys(register: Callable[[str, str], None]) -> None:
     for key, description in {**CORE_KEYS, **RETRY_KEYS}.items():
         register(key, description)
+
+
+@hookimpl
+def register_config_aliases(register: Callable[[str, str], None]) -> None:
+    for alias, key in CORE_ALIASES.items():
+        register(alias, key)
