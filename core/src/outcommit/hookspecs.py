@@ -47,6 +47,14 @@ def register_config_keys(register: Callable[[str, str], None]) -> None:
 
 
 @hookspec
+def register_commands(register: Callable[..., None]) -> None:
+    """Add subcommands to the ``outcommit`` CLI: ``register(Command(...))``.
+
+    A command's module is imported when it runs, not when the CLI starts.
+    """
+
+
+@hookspec
 def register_config_aliases(register: Callable[[str, str], None]) -> None:
     """Register other names of a plugin's keys: ``register(alias, key)``.
 

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "outcommit"
 DISABLE_AUTOLOAD_ENV = "OUTCOMMIT_DISABLE_PLUGIN_AUTOLOAD"
 
-# Which distribution to install for a scheme nobody registered.
+# fsspec's convention: a hint for a scheme nobody registered (which distribution to
+# install), never an import: core adds no store itself but through the registry.
 KNOWN_DISTRIBUTIONS: dict[str, str] = {
     "s3": "outcommit-s3", "s3a": "outcommit-s3",
     "gs": "outcommit-gcs", "gcs": "outcommit-gcs",
@@ -63,6 +64,7 @@ class Registry:
         self._config_keys: dict[str, str] = {}
         self._aliases: dict[str, str] = {}
         self._selectors: list[CommitterSelector] = []
+        self._commands: dict[str, Any] = {}
         self._loading = False
         self._info: dict[str, PluginInfo] = {}
         self._extra: list[tuple[object, str]] = []
@@ -130,6 +132,7 @@ class Registry:
         aliases: dict[str, str] = {}
         alias_owner: dict[str, str] = {}
         selectors: list[CommitterSelector] = []
+        commands: dict[str, Any] = {}
         for info in self._info.values():
             info.schemes.clear()
             info.committers.clear()
@@ -175,6 +178,13 @@ class Registry:
                 object.__setattr__(selector, "plugin", _n)
                 selectors.append(selector)
 
+            def add_command(command: Any, *, _n: str = name) -> None:
+                if command.name in commands:
+                    raise PluginError(f'plugin "{_n}" registers the command "{command.name}" '
+                                      f'that plugin "{commands[command.name].plugin}" registered')
+                object.__setattr__(command, "plugin", _n)
+                commands[command.name] = command
+
             hooks = self._pm.subset_hook_caller  # call one plugin's hooks at a time, in order
             others = [p for p in self._pm.get_plugins() if p is not plugin]
             hooks("register_stores", others)(register=add_store)
@@ -182,8 +192,9 @@ class Registry:
             hooks("register_config_keys", others)(register=add_key)
             hooks("register_config_aliases", others)(register=add_alias)
             hooks("register_committer_selectors", others)(register=add_selector)
+            hooks("register_commands", others)(register=add_command)
         self._stores, self._committers, self._config_keys = stores, committers, keys
-        self._aliases, self._selectors = aliases, selectors
+        self._aliases, self._selectors, self._commands = aliases, selectors, commands
 
     # -- lookups -----------------------------------------------------------------
     def store_spec(self, scheme: str) -> StoreSpec:
@@ -227,6 +238,11 @@ class Registry:
     def committer_selectors(self) -> list[CommitterSelector]:
         self.load()
         return list(self._selectors)
+
+    def commands(self) -> dict[str, Any]:
+        """CLI subcommands plugins contributed (``outcommit.cli.Command``), by name."""
+        self.load()
+        return dict(self._commands)
 
     def plugins(self) -> list[PluginInfo]:
         self.load()

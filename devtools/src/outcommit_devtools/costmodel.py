@@ -42,8 +42,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..multipart import MultipartUploads, PendingUpload
-from ..store import FileInfo, Store
+from outcommit.multipart import MultipartUploads, PendingUpload
+from outcommit.store import FileInfo, Store
 
 MB = 1_000_000
 
