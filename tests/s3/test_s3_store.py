@@ -20,8 +20,9 @@ MiB = 1024 * 1024
 def test_capabilities_and_default_committer(s3_config, s3_root):
     store = outcommit.open_store(s3_root, s3_config)
     for name in (caps.LISTING_CONSISTENT, caps.MULTIPART_DELAYED_COMPLETION, caps.ETAGS_AVAILABLE,
-                 caps.CREATE_EXCLUSIVE):
+                 caps.CREATE_EXCLUSIVE, caps.DELETE_BATCH, caps.OBJECT_METADATA):
         assert store.has_capability(name)
+    assert store.batch_delete() is store and store.object_metadata() is store
     assert not store.has_capability(caps.RENAME_FILE_ATOMIC)
     assert not store.has_capability(caps.RENAME_DIRECTORY_ATOMIC)
     assert outcommit.create_committer(s3_root, s3_config).name == "magic"
@@ -175,3 +176,21 @@ def test_job_commit_under_sustained_throttling_fails_loudly_then_succeeds(s3_con
     faults.clear("CompleteMultipartUpload")
     committer.commit_job(job, [message])
     assert outcome(s3_root, s3_config) == ({"a.txt": b"a"}, [])
+
+
+def test_delete_files_uses_the_declared_batch_interface(s3_config, s3_root):
+    from outcommit.testing.faults import FaultInjectingStore
+
+    store = FaultInjectingStore(outcommit.open_store(s3_root, s3_config))
+    root = store.strip(s3_root)
+    for i in range(3):
+        store.write_bytes(f"{root}/d/{i}", b"x")
+    store.delete_files([f"{root}/d/{i}" for i in range(3)])
+    assert store.calls["delete_many"] == 1 and store.calls["delete"] == 0
+    assert store.list_files(root) == []
+    # A store without the capability (memory) deletes file by file through the same call.
+    memory = FaultInjectingStore(outcommit.open_store("memory://batch/x"))
+    assert memory.batch_delete() is None
+    memory.write_bytes("/batch/x/a", b"a")
+    memory.delete_files(["/batch/x/a"])
+    assert memory.calls["delete"] == 1 and not memory.exists("/batch/x/a")

@@ -35,7 +35,7 @@ import heapq
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
@@ -79,7 +79,8 @@ class CostModel:
 _WRITES = {"PutObject", "CopyObject", "UploadPart", "UploadPartCopy", "CreateMultipartUpload",
            "CompleteMultipartUpload", "AbortMultipartUpload", "DeleteObject", "DeleteObjects",
            "write_bytes", "write_atomic", "create_exclusive", "save_json", "rename_file",
-           "rename_dir", "delete", "multipart.initiate", "multipart.upload_part",
+           "rename_dir", "delete", "delete_many", "write_with_metadata", "multipart.initiate",
+           "multipart.upload_part",
            "multipart.complete", "multipart.abort"}
 _LISTINGS = {"ListObjectsV2", "ListObjects", "ListMultipartUploads", "ListParts", "list_dir",
              "list_files", "multipart.list_pending"}
@@ -403,6 +404,20 @@ class MeteredStore(Store):
     def delete(self, path: str, recursive: bool = False) -> None:
         self._charge("delete", path)
         self.inner.delete(path, recursive)
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Charged per batch: one request deletes up to 1,000 files (S3 DeleteObjects)."""
+        batch = self.inner.batch_delete()
+        assert batch is not None, "delete_many is called only when the store declares it"
+        for start in range(0, len(paths), 1000):
+            self._charge("delete_many", paths[start])
+        batch.delete_many(paths)
+
+    def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None:
+        with_metadata = self.inner.object_metadata()
+        assert with_metadata is not None, "called only when the store declares fs.object.metadata"
+        self._charge("write_with_metadata", path, upload=len(data))
+        with_metadata.write_with_metadata(path, data, metadata)
 
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         status = self.inner.info(src) if self.meter.model.rename_copies else None

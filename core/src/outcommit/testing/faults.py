@@ -26,6 +26,8 @@ STORE_OPERATIONS = (
     "info", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
     "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete", "delete_empty_dir",
     "save_json", "load_json",
+    # optional interfaces (called only when the inner store declares their capability)
+    "delete_many", "write_with_metadata",
 )
 MULTIPART_OPERATIONS = ("initiate", "upload_part", "complete", "abort", "list_pending")
 

@@ -488,12 +488,7 @@ class MultipartCommitter(Committer):
                 f"{where} of {self.destination} already hold data ({self.store.url(existing[0])}, ...) "
                 "and the conflict mode is 'fail': use 'append' or 'replace', or another destination")
         self._check_completable(commits)
-        deleter = getattr(self.store, "delete_many", None)
-        if deleter is not None:
-            deleter(existing)
-        else:
-            for path in existing:
-                self.store.delete(path)
+        self.store.delete_files(existing)
         self.logger(job).info("replace: deleted %d existing files", len(existing))
         return len(existing)
 

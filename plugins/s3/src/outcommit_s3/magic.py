@@ -29,7 +29,6 @@ from outcommit.store import FileInfo
 
 from .commitbase import MultipartCommitter, abortable_commits, parallel
 from .pending import PENDING_SUFFIX, PendingCommit, PendingSet, parse_commit
-from .settings import DEFAULT_PART_SIZE
 
 MAGIC = "__magic"
 BASE = "__base"
@@ -104,9 +103,9 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
         body = json.dumps(commit.to_dict()).encode()
         try:
             store.write_bytes(pending, body)
-            put_marker = getattr(store, "put_marker", None)
-            if put_marker is not None:
-                put_marker(self.path, {MARKER_LENGTH_HEADER: str(self.length)})
+            with_metadata = store.object_metadata()
+            if with_metadata is not None:
+                with_metadata.write_with_metadata(self.path, b"", {MARKER_LENGTH_HEADER: str(self.length)})
             else:
                 store.write_bytes(self.path, b"")
             # A writer that outlived its job (a straggler closing after job commit or abort)
@@ -330,9 +329,7 @@ class MagicCommitter(MultipartCommitter):
         return self.store.join(self.task_attempt_dir(task), BASE)
 
     def filesystem(self, task: TaskAttemptContext) -> fsspec.AbstractFileSystem:
-        settings = getattr(self.store, "settings", None)
-        part_size = getattr(settings, "part_size", DEFAULT_PART_SIZE)
-        return MagicFileSystem(self, task, self.store.fs, part_size)
+        return MagicFileSystem(self, task, self.store.fs, self.mp.part_size)
 
     def setup_task(self, task: TaskAttemptContext) -> None:
         self.require_job(task.job, TaskCommitError)
@@ -378,13 +375,7 @@ class MagicCommitter(MultipartCommitter):
         message = self.publish_task(task, pendingset)
         # The attempt's files as listed, one DeleteObjects per 1000 (no second listing).
         # Anything that appeared since goes with the job directory at job commit/cleanup.
-        paths = [f.path for f in listed]
-        deleter = getattr(self.store, "delete_many", None)
-        if deleter is not None:
-            deleter(paths)
-        else:
-            for path in paths:
-                self.store.delete(path)
+        self.store.delete_files([f.path for f in listed])
         self._forget_attempt(task)
         return message
 

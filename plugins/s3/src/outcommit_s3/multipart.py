@@ -69,6 +69,7 @@ class S3MultipartUploads(MultipartUploads):
 
     def __init__(self, store: S3Store) -> None:
         self.store = store
+        self.part_size = store.settings.part_size
 
     @property
     def client(self) -> Any:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from outcommit import Config
+from outcommit.multipart import DEFAULT_PART_SIZE
 
 ENDPOINT = "outcommit.s3.endpoint"
 ACCESS_KEY = "outcommit.s3.access-key"
@@ -75,7 +76,6 @@ KEYS: dict[str, str] = {
 KEYS[SSL_ENABLED_HADOOP] = "Hadoop: false makes a scheme-less fs.s3a.endpoint http://"
 
 MIN_PART_SIZE = 5 * 1024 * 1024
-DEFAULT_PART_SIZE = 16 * 1024 * 1024
 
 
 def setting(config: Config, key: str) -> str | None:

@@ -26,7 +26,7 @@ from outcommit.store import Store
 
 from .commitbase import MultipartCommitter, parallel
 from .pending import PendingCommit, PendingSet
-from .settings import DEFAULT_PART_SIZE, STAGING_DIR, STAGING_SHARED_DIR, setting
+from .settings import STAGING_DIR, STAGING_SHARED_DIR, setting
 
 UNIQUE_FILENAMES = "outcommit.committer.unique-filenames"
 
@@ -111,8 +111,7 @@ class StagingCommitter(MultipartCommitter):
 
     def _upload(self, task: TaskAttemptContext, local: str, final: str,
                 started: list[PendingCommit]) -> PendingCommit:
-        settings = getattr(self.store, "settings", None)
-        part_size = getattr(settings, "part_size", DEFAULT_PART_SIZE)
+        part_size = self.mp.part_size
         upload_id = self.mp.initiate(final)
         bucket, _, key = final.partition("/")
         commit = PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=(), length=0,
