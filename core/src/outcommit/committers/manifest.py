@@ -24,7 +24,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from .. import capabilities as caps
@@ -33,6 +32,7 @@ from ..committer import JobDirectoryCommitter, relative_to
 from ..config import Config
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, RenameError, TaskCommitError
+from ..parallel import run_all
 from ..retry import RetryLater, RetryPolicy
 from ..store import FileInfo, Store
 from ..success import SuccessData
@@ -412,12 +412,7 @@ class ManifestCommitter(JobDirectoryCommitter):
     # -- helpers ---------------------------------------------------------------------
     def _parallel(self, action: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """Run ``action`` on every item with ``threads`` workers; the first error is raised."""
-        work = list(items)
-        if len(work) <= 1 or self.threads == 1:
-            return [action(item) for item in work]
-        with ThreadPoolExecutor(max_workers=min(self.threads, len(work)),
-                                thread_name_prefix="outcommit-manifest") as pool:
-            return list(pool.map(action, work))
+        return run_all(action, items, self.threads, "outcommit-manifest")
 
     def _with_retries(self, action: Callable[[], T], what: str, stats: Stats) -> T:
         """Retry an idempotent store request on throttling or transient failures."""

@@ -14,12 +14,12 @@ accepted, right before job commit.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import capabilities as caps
 from ..committer import Committer
 from ..context import JobContext
+from ..parallel import run_all
 
 
 def commits_on_executor(committer: Committer) -> bool:
@@ -37,8 +37,4 @@ def commit_accepted_attempts(committer: Committer, job: JobContext,
     def commit(pair: tuple[int, int]) -> Mapping[str, Any]:
         return committer.commit_task(job.task_attempt(*pair))
 
-    if len(attempts) <= 1:
-        return [commit(pair) for pair in attempts]
-    with ThreadPoolExecutor(max_workers=min(committer.threads, len(attempts)),
-                            thread_name_prefix="outcommit-task-commit") as pool:
-        return list(pool.map(commit, attempts))
+    return run_all(commit, attempts, committer.threads, "outcommit-task-commit")
