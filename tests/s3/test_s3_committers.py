@@ -169,7 +169,7 @@ def test_large_task_message_is_a_checked_reference(config, s3_root):
 
 # -- corrupt and tampered files ------------------------------------------------------------------------
 def _published(committer, job):
-    root = committer.meta.join(committer.job_attempt_dir(job), "pendingsets")
+    root = committer.layout(job).pendingsets_dir(job)
     return [f.path for f in committer.meta.list_files(root) if f.path.endswith(".pendingset")]
 
 
@@ -205,7 +205,7 @@ def test_unparseable_pendingset_and_abort_still_aborts_everything(config, s3_roo
     store = outcommit.open_store(url, config)
     # The unreadable file's upload is left (nothing identifies it) but the readable one is aborted.
     assert len(store.multipart().list_pending(store.strip(url))) == 1
-    assert outcommit.create_committer(url, config, "magic").abort_pending_under_destination(job).aborted == 1
+    assert outcommit.create_committer(url, config, "magic").sweep(job).aborted == 1
 
 
 @pytest.mark.parametrize("field,value,problem", [

@@ -17,7 +17,7 @@ NO_SWEEP = {"outcommit.s3.abort-pending-uploads": "false"}
 
 
 def published(committer, job):
-    root = committer.meta.join(committer.job_attempt_dir(job), "pendingsets")
+    root = committer.layout(job).pendingsets_dir(job)
     return [f.path for f in committer.meta.list_files(root) if f.path.endswith(".pendingset")]
 
 

@@ -24,8 +24,8 @@ def register_stores(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_committers(register: Callable[..., None]) -> None:
-    from .magic import MagicCommitter
-    from .staging import DirectoryStagingCommitter, PartitionedStagingCommitter
+    from .magic.committer import MagicCommitter
+    from .staging.committer import DirectoryStagingCommitter, PartitionedStagingCommitter
 
     for committer in (MagicCommitter, DirectoryStagingCommitter, PartitionedStagingCommitter):
         register(CommitterSpec.for_class(committer))

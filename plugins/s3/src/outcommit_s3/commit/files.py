@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from outcommit.committer import is_hidden, relative_to
 from outcommit.errors import ContainmentError, CorruptFileError
+from outcommit.paths import is_hidden, relative_to
 
-from .multipart import MAX_OBJECT_SIZE, MAX_PART_SIZE, MAX_PARTS
+from ..multipart import MAX_OBJECT_SIZE, MAX_PART_SIZE, MAX_PARTS
 
 PENDING_SUFFIX = ".pending"
 PENDINGSET_SUFFIX = ".pendingset"
