@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from outcommit.capabilities import Capabilities
 from outcommit.multipart import MultipartUploads, PendingUpload
 from outcommit.store import FileInfo, Store
 
@@ -236,8 +237,8 @@ class Meter:
                 raise RuntimeError("only one Meter can measure at a time")
             self.reset()
             _ACTIVE = self
-            ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign]
-            ThreadPoolExecutor.shutdown = _shutdown  # type: ignore[method-assign]
+            ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign,assignment]
+            ThreadPoolExecutor.shutdown = _shutdown  # type: ignore[method-assign,assignment]
             Future.result = _result  # type: ignore[method-assign]
         started = time.perf_counter()
         try:
@@ -271,7 +272,7 @@ def _body_size(body: Any) -> int:
     if isinstance(body, str):
         return len(body.encode())
     try:
-        here = body.tell()
+        here = int(body.tell())
         body.seek(0, 2)
         size = int(body.tell()) - here
         body.seek(here)
@@ -296,11 +297,11 @@ def attach_botocore(client: Any, meter: Meter,
         bucket, key = str(params.get("Bucket", "")), str(params.get("Key", ""))
         copied = 0
         if operation in ("CopyObject", "UploadPartCopy") and size_of is not None:
-            source = params.get("CopySource")
+            source: Any = params.get("CopySource")
             if isinstance(source, dict):
                 copied = size_of(str(source["Bucket"]), str(source["Key"]))
             elif isinstance(source, str):
-                sb, _, sk = source.lstrip("/").partition("/")
+                sb, _sep, sk = source.lstrip("/").partition("/")
                 copied = size_of(sb, sk.split("?", 1)[0])
         context["outcommit.cost"] = {"operation": operation, "upload": _body_size(params.get("Body")),
                                      "copied": copied, "prefix": _prefix(bucket, key or
@@ -340,7 +341,7 @@ class MeteredStore(Store):
         self.meter = meter
 
     @property
-    def capabilities(self):  # type: ignore[override]
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
         return self.inner.capabilities
 
     @property

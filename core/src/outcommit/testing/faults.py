@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..capabilities import Capabilities
 from ..errors import InjectedFault
 from ..multipart import MultipartUploads, PendingUpload
 from ..store import Store
@@ -88,7 +89,7 @@ class FaultInjectingStore(Store):
 
     # identity
     @property
-    def capabilities(self):  # type: ignore[override]
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
         return self.inner.capabilities
 
     @property

@@ -43,7 +43,7 @@ from .sweep import Sweep
 class MultipartCommitter(Committer):
     """Base of the committers that complete S3 multipart uploads at job commit."""
 
-    requires = (caps.MULTIPART_DELAYED_COMPLETION,)
+    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION,)
     capabilities = Capabilities.of(
         caps.TASK_COMMIT_REPEATABLE,
         caps.JOB_COMMIT_REPEATABLE,

@@ -254,9 +254,9 @@ def _abortable(entry: Any, expect: Expectations) -> PendingCommit | None:
         return None
     etags = entry.get("etags")
     good = isinstance(etags, list) and bool(etags) and all(isinstance(e, str) and e for e in etags)
-    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id,
-                         etags=tuple(e.strip('"') for e in etags) if good else (),
-                         length=0, job_id=expect.job_id)
+    parts = tuple(str(e).strip('"') for e in etags) if good and isinstance(etags, list) else ()
+    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=parts, length=0,
+                         job_id=expect.job_id)
 
 
 # One commit entry as this module writes it: bucket, destinationKey, uploadId in that order.

@@ -56,6 +56,8 @@ def magic_destination(dest: str, path: str) -> str | None:
 class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
     """A write stream whose data goes into one multipart upload that it never completes."""
 
+    buffer: io.BytesIO  # fsspec's write buffer
+
     def __init__(self, fs: MagicFileSystem, path: str, final_path: str, part_size: int) -> None:
         super().__init__(fs, path, mode="wb", block_size=part_size, cache_type="none")
         self.committer = fs.committer
