@@ -116,7 +116,8 @@ class MultipartCommitter(Committer):
         path = layout.pendingset(task.job, task.task_id, task.attempt_id)
         created: list[str] = []  # files this call created: removed again if it fails
         try:
-            self.require_job(task.job, TaskCommitError)
+            # Write, then check: no liveness check before publishing (a stale attempt's
+            # files are removed again below), one after it.
             data = pendingset.to_bytes()
             try:
                 self.meta.create_exclusive(path, data)
