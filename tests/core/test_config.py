@@ -57,11 +57,14 @@ def test_selection_order(tmp_path) -> None:
 
 
 def test_unknown_outcommit_keys_are_reported_not_ignored(tmp_path) -> None:
-    with pytest.warns(UserWarning, match=r"unknown configuration keys: outcommit.comitter.file"):
+    with pytest.raises(ConfigError, match=r"'outcommit\.comitter\.file': did you mean "
+                                          r"outcommit\.committer\.file\b"):
         outcommit.create_committer(str(tmp_path), {"outcommit.comitter.file": "v2"})
-    with pytest.raises(ConfigError, match=r"outcommit\.comitter\.file"):
+    with pytest.raises(ConfigError, match=r"valid keys under outcommit\.s3\.\*: .*outcommit\.s3\.endpoint"):
+        outcommit.create_committer(str(tmp_path), {"outcommit.s3.zzz": "1"})
+    with pytest.warns(UserWarning, match=r"unknown configuration key 'outcommit.comitter.file'"):
         outcommit.create_committer(str(tmp_path), {"outcommit.comitter.file": "v2",
-                                                   "outcommit.config.strict": "true"})
+                                                   "outcommit.config.strict": "false"})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # known keys and foreign keys are not reported
         outcommit.create_committer(str(tmp_path), {"outcommit.committer.threads": "2",

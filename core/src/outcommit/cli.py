@@ -67,6 +67,32 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from .keys import catalogue, markdown_table
+
+    if args.write_docs:
+        from pathlib import Path
+
+        from .keys import generated_sections, render
+
+        for name, section, body in generated_sections():
+            doc = Path(args.write_docs) / name
+            doc.write_text(render(doc.read_text(), section, body))
+            print(f"updated {doc} ({section})")
+        return 0
+    if args.markdown:
+        print(markdown_table(), end="")
+        return 0
+    infos = catalogue()
+    if args.json:
+        print(json.dumps([vars(i) | {"aliases": list(i.aliases)} for i in infos], indent=2))
+        return 0
+    for info in infos:
+        aliases = f"  (also {', '.join(info.aliases)})" if info.aliases else ""
+        print(f"{info.key}{aliases}\n    [{info.plugin}] {info.description}")
+    return 0
+
+
 def cmd_capabilities(args: argparse.Namespace) -> int:
     from .factory import describe_capabilities
 
@@ -188,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plugins", help="installed plugins, versions, schemes and committers")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("config", help="every configuration key the installed plugins read")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--markdown", action="store_true", help="the table of docs/configuration.md")
+    p.add_argument("--write-docs", metavar="DOCS_DIR",
+                   help="regenerate the key and option tables in DOCS_DIR/*.md")
+    p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("capabilities", help="what a store guarantees and which committers are safe")
     p.add_argument("url")

@@ -42,7 +42,7 @@ CORE_KEYS: dict[str, str] = {
     "outcommit.success.enabled": "write the _SUCCESS report at job commit (default true)",
     "outcommit.summary-report-dir": "directory to save every job's summary report, also on failure",
     "outcommit.fileoutputcommitter.algorithm.version": "1 or 2: which rename committer 'file' means",
-    "outcommit.config.strict": "raise on unknown outcommit. keys instead of warning (default false)",
+    "outcommit.config.strict": "unknown outcommit. keys are errors (default true); false: a warning",
 }
 # ``outcommit.committer.<scheme>`` is known for every registered scheme.
 SCHEME_KEY = re.compile(r"^outcommit\.committer\.(?P<scheme>[a-z][a-z0-9+.-]*)$")

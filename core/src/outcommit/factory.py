@@ -115,21 +115,10 @@ def _algorithm(value: str | None) -> str:
 
 
 def check_config(config: Config) -> list[str]:
-    """Report ``outcommit.`` keys no installed component reads (raise when strict)."""
-    registry = get_registry()
-    known = dict(registry.config_keys())
-    for spec in registry.committers().values():
-        known.update(spec.config_keys)
-    prefixes = [k for k in known if k.endswith(".")]
-    unknown = config.unknown_keys(known, prefixes, registry.stores())
-    if unknown:
-        message = (f"unknown configuration keys: {', '.join(unknown)} (no installed outcommit "
-                   "component reads them; check the spelling or install the plugin)")
-        if config.get_bool("outcommit.config.strict", False):
-            raise ConfigError(message)
-        warnings.warn(message, stacklevel=3)
-        log.warning("%s", message)
-    return unknown
+    """Refuse ``outcommit.`` keys no installed component reads (see :mod:`outcommit.keys`)."""
+    from .keys import check
+
+    return check(config)
 
 
 def create_committer(destination: str, config: Mapping[str, Any] | Config | None = None,

@@ -62,6 +62,7 @@ class Registry:
         self._stores: dict[str, StoreSpec] = {}
         self._committers: dict[str, CommitterSpec] = {}
         self._config_keys: dict[str, str] = {}
+        self._key_owners: dict[str, str] = {}
         self._aliases: dict[str, str] = {}
         self._selectors: list[CommitterSelector] = []
         self._commands: dict[str, Any] = {}
@@ -129,6 +130,7 @@ class Registry:
         stores: dict[str, StoreSpec] = {}
         committers: dict[str, CommitterSpec] = {}
         keys: dict[str, str] = {}
+        key_owners: dict[str, str] = {}
         aliases: dict[str, str] = {}
         alias_owner: dict[str, str] = {}
         selectors: list[CommitterSelector] = []
@@ -163,8 +165,9 @@ class Registry:
                 committers[spec.name] = spec
                 _i.committers.append(spec.name)
 
-            def add_key(key: str, description: str = "") -> None:
+            def add_key(key: str, description: str = "", *, _n: str = name) -> None:
                 keys[key] = description
+                key_owners[key] = _n
 
             def add_alias(alias: str, key: str, *, _n: str = name) -> None:
                 if alias in aliases and aliases[alias] != key:
@@ -193,7 +196,12 @@ class Registry:
             hooks("register_config_aliases", others)(register=add_alias)
             hooks("register_committer_selectors", others)(register=add_selector)
             hooks("register_commands", others)(register=add_command)
+        for spec in committers.values():  # keys a committer declares are its plugin's
+            for key, description in spec.config_keys.items():
+                keys.setdefault(key, description)
+                key_owners.setdefault(key, spec.plugin)
         self._stores, self._committers, self._config_keys = stores, committers, keys
+        self._key_owners = key_owners
         self._aliases, self._selectors, self._commands = aliases, selectors, commands
 
     # -- lookups -----------------------------------------------------------------
@@ -229,6 +237,11 @@ class Registry:
     def config_keys(self) -> dict[str, str]:
         self.load()
         return dict(self._config_keys)
+
+    def key_owners(self) -> dict[str, str]:
+        """Configuration key -> the plugin that registered it."""
+        self.load()
+        return dict(self._key_owners)
 
     def config_aliases(self) -> dict[str, str]:
         """Alias -> key, core's and every plugin's (during loading: those collected so far)."""
