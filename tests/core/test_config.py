@@ -103,3 +103,16 @@ def test_secrets_are_redacted_for_logging() -> None:
     assert "hunter2" not in str(shown) and "AKIA" not in str(shown) and "AccountKey" not in str(shown)
     assert shown["outcommit.committer"] == "v1"
     assert "hunter2" not in repr(Config({"spark.hadoop.fs.s3a.secret.key": "hunter2"}))
+
+
+def test_scheme_aliases_share_the_per_scheme_committer_key() -> None:
+    """spark.outcommit.committer.s3 applies to s3a:// writes (Hadoop users write s3a)."""
+    config = {"spark.outcommit.committer.s3": "partitioned", "outcommit.s3.endpoint": "http://x"}
+    chosen = outcommit.create_committer("s3a://bucket/table", config)
+    assert chosen.name == "partitioned"
+    assert chosen.selection == "outcommit.committer.s3=partitioned (s3a:// is an alias of s3://)"
+    own = outcommit.create_committer("s3a://bucket/table",
+                                     {**config, "outcommit.committer.s3a": "directory"})
+    assert (own.name, own.selection) == ("directory", "outcommit.committer.s3a=directory")
+    gs = outcommit.create_committer("gcs://bucket/table", {"outcommit.committer.gs": "v2"})
+    assert gs.name == "v2" and "alias of gs://" in gs.selection

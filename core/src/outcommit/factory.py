@@ -85,13 +85,19 @@ def open_store(destination: str, config: Mapping[str, Any] | Config | None = Non
 
 
 def select_committer(scheme: str, config: Config, explicit: str | None,
-                     default: str) -> tuple[str, str]:
-    """(committer name, why it was chosen), in the documented order."""
+                     default: str, aliases: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(committer name, why it was chosen), in the documented order.
+
+    ``aliases``: the other schemes of the same store (``s3a`` for ``s3``...): their
+    per-scheme key applies too, after the scheme's own.
+    """
     if explicit:
         return explicit, f"committer={explicit!r} given by the caller"
-    per_scheme = config.get_str(f"outcommit.committer.{scheme}")
-    if per_scheme:
-        return per_scheme, f"outcommit.committer.{scheme}={per_scheme}"
+    for name in (scheme, *(a for a in aliases if a != scheme)):
+        per_scheme = config.get_str(f"outcommit.committer.{name}")
+        if per_scheme:
+            alias = "" if name == scheme else f" ({scheme}:// is an alias of {name}://)"
+            return per_scheme, f"outcommit.committer.{name}={per_scheme}{alias}"
     for selector in get_registry().committer_selectors():
         chosen = selector.choose(config) if scheme in selector.schemes else None
         if chosen is not None:
@@ -139,7 +145,8 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     scheme = scheme_of(url)
     store_spec = registry.store_spec(scheme)
     check_config(cfg)
-    name, why = select_committer(scheme, cfg, committer, store_spec.default_committer)
+    name, why = select_committer(scheme, cfg, committer, store_spec.default_committer,
+                                 store_spec.schemes)
     spec = registry.committer_spec(name)
     the_store = store or store_spec.factory(url, cfg)
     missing = the_store.capabilities.missing(spec.requires)
