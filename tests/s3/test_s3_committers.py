@@ -272,11 +272,18 @@ def test_partitioned_replace_and_fail_touch_only_written_partitions(config, s3_r
     message = run_task(committer, job, 0, {"p=3/new.txt": b"3"})
     committer.commit_job(job, [message])  # p=3 is new: no conflict
     committer, job = start(url, config, "partitioned", **{"outcommit.committer.conflict-mode": "fail"})
-    message = run_task(committer, job, 0, {"p=1/new.txt": b"x"})
-    with pytest.raises(CommitError, match="p=1") as failure:
+    # The task wrote into p=1, which holds data: its commit fails before uploading anything.
+    with pytest.raises(DestinationExistsError, match="p=1"):
+        run_task(committer, job, 0, {"p=1/new.txt": b"x"})
+    assert store.multipart().list_pending(store.strip(url)) == []
+    # A partition that gets data after its task committed is caught at job commit.
+    message = run_task(committer, job, 1, {"p=4/new.txt": b"x"})
+    _seed(store, url, {"p=4/raced.txt": b"r"})
+    with pytest.raises(CommitError, match="p=4") as failure:
         committer.commit_job(job, [message])
     assert isinstance(failure.value.__cause__, DestinationExistsError)
     committer.abort_job(job)
+    store.delete(f"{store.strip(url)}/p=4", recursive=True)
     committer, job = start(url, config, "partitioned", **{"outcommit.committer.conflict-mode": "replace"})
     committer.commit_job(job, [run_task(committer, job, 0, {"p=2/new.txt": b"new"})])
     assert visible_files(store, store.strip(url)) == {

@@ -21,7 +21,7 @@ import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.context import JobContext, TaskAttemptContext
-from outcommit.errors import TaskCommitError
+from outcommit.errors import DestinationExistsError, TaskCommitError
 from outcommit.parallel import outcomes
 from outcommit.store import Store
 
@@ -136,9 +136,15 @@ class StagingCommitter(MultipartCommitter):
                              length=length, job_id=task.job_id, task_id=task.task_id,
                              filename=os.path.basename(local))
 
+    def check_task_partitions(self, task: TaskAttemptContext, finals: list[str]) -> None:
+        """Conflict mode ``fail``, scoped to partitions: which partitions a job writes is
+        known only once its tasks wrote them, so each task checks its own before it
+        uploads anything (job commit checks all of them again)."""
+
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
         """Upload every file (two requests each below a part), publish: three requests."""
         files = [(local, self.final_path(task, relative)) for local, relative in self._local_files(task)]
+        self.check_task_partitions(task, [final for _, final in files])
         started: list[PendingCommit] = []
         uploaded = list(outcomes(lambda f: self._upload(task, f[0], f[1], started), files, self.threads,
                                  "outcommit-upload"))
@@ -178,3 +184,15 @@ class PartitionedStagingCommitter(StagingCommitter):
     name = "partitioned"
     capabilities = StagingCommitter.capabilities.with_(caps.DYNAMIC_PARTITION_OVERWRITE)
     conflict_scope = "partitions"
+
+    def check_task_partitions(self, task: TaskAttemptContext, finals: list[str]) -> None:
+        if self.conflict_mode != "fail":
+            return
+        partitions = sorted({final.rpartition("/")[0] for final in finals} - {self.dest})
+        for partition in partitions:  # one probe per partition the task wrote
+            if self.store.is_dir(partition):
+                self.abort_task(task)
+                raise DestinationExistsError(
+                    f"partition {self.store.url(partition)} of {self.destination} already holds data "
+                    "and the conflict mode is 'fail': task commit refused before uploading anything "
+                    "(use 'append' or 'replace', or another destination)")
