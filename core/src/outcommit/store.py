@@ -22,6 +22,7 @@ from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
 from .errors import CorruptFileError, RenameError
+from .iostats import IOStatistics
 from .multipart import MultipartUploads
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,8 @@ class Store:
     def __init__(self, url: str, config: Config | None = None,
                  fs: fsspec.AbstractFileSystem | None = None) -> None:
         self.config = config or Config()
+        #: Requests this store made, under Hadoop's names where the store counts them.
+        self.iostatistics = IOStatistics()
         self.scheme = url.split("://", 1)[0] if "://" in url else "file"
         self._fs = fs
         self._url = url

@@ -19,6 +19,7 @@ from typing import Any
 import fsspec
 
 from outcommit import capabilities as caps
+from outcommit import iostats
 from outcommit.capabilities import Capabilities
 from outcommit.config import Config
 from outcommit.errors import ConfigError
@@ -74,8 +75,16 @@ class S3Store(Store):
         with self._client_lock:
             if self._client is None:
                 self._client = self.settings.boto3_client()
+                self._client.meta.events.register("before-call.s3", self._count_request)
                 log.debug("S3 client for %s: %s", self._url, self.settings.describe())
             return self._client
+
+    def _count_request(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        """Every request of the committers' client, under Hadoop's statistic names."""
+        self.iostatistics.add(iostats.S3_OPERATIONS.get(model.name, f"s3_{model.name}"))
+        body = params.get("Body")
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            self.iostatistics.add(iostats.PUT_BYTES, len(body))
 
     def _make_filesystem(self) -> fsspec.AbstractFileSystem:
         import s3fs
