@@ -12,14 +12,16 @@ and out, uploads left) and the run ends with a table of them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_helpers import Target
 from spark_helpers import Figures
 from spark_sessions import SparkSessions
 
@@ -43,7 +45,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def spark_sessions(spark_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSessions]:
-    sessions = SparkSessions(spark_cluster, tmp_path_factory.mktemp("spark-holds"), WORKERS)
+    sessions = SparkSessions(spark_cluster, tmp_path_factory.mktemp("spark-hooks"), WORKERS)
     yield sessions
     sessions.stop()
 
@@ -61,13 +63,13 @@ def speculative_spark(spark_sessions: SparkSessions) -> Any:
 
 
 @pytest.fixture
-def holds(spark_sessions: SparkSessions) -> Iterator[Any]:
-    """Rules that hold a write in the executors' Python workers (``outcommit_devtools.sparkhold``)."""
-    from outcommit_devtools.sparkhold import HoldDir
+def hooks(spark_sessions: SparkSessions) -> Iterator[Any]:
+    """The executors' test hooks (``outcommit_devtools.sparkhooks``): hold a write, busy workers."""
+    from outcommit_devtools.sparkhooks import Hooks
 
-    hold_dir = HoldDir(spark_sessions.hold_dir)
-    yield hold_dir
-    hold_dir.clear()
+    hooks = Hooks(spark_sessions.hooks_dir)
+    yield hooks
+    hooks.clear()
 
 
 @pytest.fixture
@@ -81,6 +83,29 @@ def figures(request: pytest.FixtureRequest) -> Figures:
 @pytest.fixture
 def local_dest(tmp_path: Path) -> str:
     return f"file://{tmp_path}/out-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def target_on(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Target]:
+    """``target_on("file"|"s3"|"azure")``: a fresh destination; starts only the servers asked for."""
+    container = "spark-cluster"
+
+    def make(store: str) -> Target:
+        name = f"t-{uuid.uuid4().hex[:8]}"
+        if store == "file":
+            return Target(store, f"file://{tmp_path}/{name}", {})
+        if store == "s3":
+            moto = request.getfixturevalue("moto_server")
+            moto.create_bucket(container)
+            # Two attempts per request, as users of the embedded server get by default.
+            return Target(store, f"s3://{container}/{name}", dataclasses.replace(moto, max_attempts=2).config)
+        if store == "azure":
+            azurite = request.getfixturevalue("azurite_server")
+            azurite.create_container(container)
+            return Target(store, f"abfs://{container}/{name}", azurite.config())
+        raise ValueError(f"no cluster test store {store!r}")
+
+    return make
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

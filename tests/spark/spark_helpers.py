@@ -23,10 +23,17 @@ def wait_for_stragglers(spark: Any) -> None:
 
     Spark fails a job without waiting for its running tasks, which may go on writing
     after the data source's abort. A barrier stage needs every task slot at the same
-    time, so it can only run once those stragglers have finished.
+    time, so it can only run once those stragglers have finished. The Python worker of a
+    killed task may still be writing after that: on the test cluster the executors' hooks
+    say when every worker is idle.
     """
+    from outcommit_devtools.sparkhooks import Hooks
+
     slots = spark.sparkContext.defaultParallelism
     spark.sparkContext.parallelize(range(slots), slots).barrier().mapPartitions(lambda it: it).collect()
+    hooks = Hooks.of(spark)
+    if hooks is not None:
+        hooks.wait_idle()
 
 
 def leftovers(url: str, config: dict[str, str] | None = None) -> list[str]:
@@ -103,16 +110,18 @@ class Figures:
     committer: str = ""
     speculative: int = 0           # speculative attempts Spark launched (its own task records)
     killed: int = 0                # executor JVMs SIGKILLed (and recorded as lost by Spark)
-    rows_in: int = 0
-    rows_out: int = 0
+    rows_in: int = 0               # rows the job must make visible (0 for a job that fails)
+    rows_out: int = 0              # rows read back from the destination
     uploads_left: int | None = None  # pending multipart uploads; None: the store has none
+    note: str = ""                 # what else happened, e.g. how the losing attempt ended
 
-    HEADER = ("test", "store", "committer", "speculative", "killed", "rows in", "rows out", "uploads left")
+    HEADER = ("test", "store", "committer", "speculative", "killed", "rows in", "rows out", "uploads left",
+              "note")
 
     def cells(self) -> tuple[str, ...]:
         uploads = "-" if self.uploads_left is None else str(self.uploads_left)
         return (self.test, self.store, self.committer, str(self.speculative), str(self.killed),
-                str(self.rows_in), str(self.rows_out), uploads)
+                str(self.rows_in), str(self.rows_out), uploads, self.note)
 
     @classmethod
     def table(cls, rows: list[Figures]) -> list[str]:

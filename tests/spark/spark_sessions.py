@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from outcommit_devtools import sparkhold, sparkstatus
+from outcommit_devtools import sparkhooks, sparkstatus
 from outcommit_devtools.sparkcluster import SparkCluster, free_port, wait_until
 
 BASE_CONF = {
@@ -45,9 +45,9 @@ READY_DEADLINE_S = 180.0
 class SparkSessions:
     """The one SparkSession of the test run, on ``cluster``, in the profile last asked for."""
 
-    def __init__(self, cluster: SparkCluster, hold_dir: Path, workers: int) -> None:
+    def __init__(self, cluster: SparkCluster, hooks_dir: Path, workers: int) -> None:
         self.cluster = cluster
-        self.hold_dir = hold_dir
+        self.hooks_dir = hooks_dir
         self.workers = workers
         self.profile: str | None = None
         self.session: Any = None
@@ -68,7 +68,7 @@ class SparkSessions:
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder.master(self.cluster.master_url).appName(f"outcommit-tests-{profile}")
-        conf = {**BASE_CONF, "spark.ui.port": str(free_port()), **sparkhold.spark_conf(self.hold_dir),
+        conf = {**BASE_CONF, "spark.ui.port": str(free_port()), **sparkhooks.spark_conf(self.hooks_dir),
                 **PROFILES[profile]}
         for key, value in conf.items():
             builder = builder.config(key, value)

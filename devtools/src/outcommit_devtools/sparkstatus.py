@@ -11,7 +11,6 @@ Needs ``spark.ui.enabled=true`` (the REST API is served by the UI's server).
 from __future__ import annotations
 
 import json
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +34,7 @@ class TaskAttempt:
     executor: str
     host: str
     error: str
+    duration_ms: int = 0
 
 
 def api(spark: Any) -> str:
@@ -72,7 +72,7 @@ def _attempts(base: str, stage: int) -> list[TaskAttempt]:
         tasks = get(f"{base}/stages/{stage}/{stage_attempt['attemptId']}/taskList?length=100000")
         found += [TaskAttempt(stage, t["index"], t["attempt"], bool(t.get("speculative")), t["status"],
                               str(t.get("executorId", "")), str(t.get("host", "")),
-                              str(t.get("errorMessage", ""))) for t in tasks]
+                              str(t.get("errorMessage", "")), int(t.get("duration") or 0)) for t in tasks]
     return found
 
 
@@ -101,11 +101,13 @@ def active_executors(spark: Any) -> int:
     return sum(1 for e in executors(spark, everything=False) if e.get("isActive"))
 
 
-def successful_tasks_elsewhere(ui_api: str, stage: int, stage_attempt: int, index: int) -> int:
-    """Tasks of a stage attempt, other than ``index``, that Spark records as successful.
+def successful_tasks_elsewhere(ui_api: str, stage: int, index: int) -> int:
+    """Tasks of ``stage`` (any attempt of it), other than ``index``, that Spark records as successful.
 
     Called from inside a task (the driver's UI is reachable from every executor here).
     """
-    tasks = get(f"{ui_api}/stages/{stage}/{stage_attempt}/taskList?length=100000&status="
-                f"{urllib.parse.quote('SUCCESS')}")
-    return len({t["index"] for t in tasks if t["index"] != index and t["status"] == "SUCCESS"})
+    done = set()
+    for stage_attempt in get(f"{ui_api}/stages/{stage}"):
+        tasks = get(f"{ui_api}/stages/{stage}/{stage_attempt['attemptId']}/taskList?length=100000")
+        done |= {t["index"] for t in tasks if t["index"] != index and t["status"] == "SUCCESS"}
+    return len(done)
