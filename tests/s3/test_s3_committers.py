@@ -109,6 +109,17 @@ def test_staging_unique_filenames_by_default(s3_config, s3_root):
     assert list(visible_files(store, store.strip(url))) == [f"part-0-{job.job_id}.snappy.parquet"]
 
 
+@pytest.mark.parametrize("name", ["directory", "partitioned"])
+def test_staging_names_already_unique_keep_one_job_id(name, s3_config, s3_root):
+    """The data source's names carry the job id already: it is not added twice."""
+    url = f"{s3_root}/uniq2"
+    committer, job = start(url, s3_config, name)
+    written = f"part-00001-000-{job.job_id}-a0.parquet"
+    committer.commit_job(job, [run_task(committer, job, 0, {f"d=1/{written}": b"x"})])
+    store = outcommit.open_store(url, s3_config)
+    assert list(visible_files(store, store.strip(url))) == [f"d=1/{written}"]
+
+
 # -- attempts ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["magic", "directory"])
 def test_stale_attempt_finishing_late_does_not_change_discovery(name, config, s3_root):
@@ -158,7 +169,7 @@ def test_large_task_message_is_a_checked_reference(config, s3_root):
 
 # -- corrupt and tampered files ------------------------------------------------------------------------
 def _published(committer, job):
-    root = committer.meta.join(committer.job_attempt_dir(job), "pendingsets")
+    root = committer.layout(job).pendingsets_dir(job)
     return [f.path for f in committer.meta.list_files(root) if f.path.endswith(".pendingset")]
 
 
@@ -194,7 +205,7 @@ def test_unparseable_pendingset_and_abort_still_aborts_everything(config, s3_roo
     store = outcommit.open_store(url, config)
     # The unreadable file's upload is left (nothing identifies it) but the readable one is aborted.
     assert len(store.multipart().list_pending(store.strip(url))) == 1
-    assert outcommit.create_committer(url, config, "magic").abort_pending_under_destination(job) == 1
+    assert outcommit.create_committer(url, config, "magic").sweep(job).aborted == 1
 
 
 @pytest.mark.parametrize("field,value,problem", [

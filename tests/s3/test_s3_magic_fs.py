@@ -186,7 +186,7 @@ def test_a_straggler_closing_while_the_job_is_torn_down_leaves_nothing(config, s
     closed: list[BaseException | None] = []
 
     def close_the_straggler_now(operation, args):
-        if args and args[0] == driver.job_root(job.job_id) and not closed:
+        if args and args[0] == driver.layout(job).root and not closed:
             try:
                 late.close()
                 closed.append(None)

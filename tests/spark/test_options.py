@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import outcommit.spark
-from outcommit.spark.options import CONFLICT_KEY, OptionError, build_plan, session_config
+from outcommit.errors import OptionError
+from outcommit.spark.options import CONFLICT_KEY, build_plan, session_config
 
 
 def plan(options: dict[str, str], overwrite: bool = False, conf: dict[str, str] | None = None):

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from ..errors import ConfigError
+
 FORMATS = ("parquet", "csv", "json")
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json"}
@@ -54,7 +56,7 @@ def _partitions(table: Any, columns: Sequence[str]) -> Iterable[tuple[str, Any]]
         return
     missing = [c for c in columns if c not in table.column_names]
     if missing:
-        raise ValueError(f"partition columns not in the data: {', '.join(missing)}")
+        raise ConfigError(f"partition columns not in the data: {', '.join(missing)}")
     keys = table.select(list(columns)).group_by(list(columns)).aggregate([]).to_pylist()
     data_columns = [c for c in table.column_names if c not in columns]
     for key in sorted(keys, key=lambda k: tuple(str(k[c]) for c in columns)):
@@ -83,7 +85,7 @@ def _encode(table: Any, fmt: str, options: dict[str, Any]) -> bytes:
             sink.write(json.dumps(row, default=str, ensure_ascii=False).encode("utf-8"))
             sink.write(b"\n")
     else:
-        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+        raise ConfigError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     return sink.getvalue()
 
 
@@ -97,7 +99,7 @@ def write_table(fs: Any, base: str, table: Any, *, task_index: int, job_id: str,
     engine's failure injection uses it to fail mid-write).
     """
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+        raise ConfigError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     written: list[WrittenFile] = []
     seq = 0
     for directory, part in _partitions(table, list(partition_by)):

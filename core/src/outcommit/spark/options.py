@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import ALIASES, CORE_KEYS, Config
+from ..config import CORE_ALIASES, CORE_KEYS, Config
 from ..context import SPARK_JOB_UUID_KEY, JobContext
 from ..engine.writer import FORMATS
+from ..errors import OptionError
 
 CONFLICT_KEY = "outcommit.committer.conflict-mode"
 
@@ -39,10 +40,6 @@ DATA_SOURCE_OPTIONS = {
 FAIL_TASK_ONCE_OPTION = "_failtaskonce"
 
 
-class OptionError(ValueError):
-    """A write option is missing or invalid."""
-
-
 def session_config(conf: Mapping[str, str] | list[tuple[str, str]]) -> dict[str, str]:
     """The part of a Spark session's config that concerns committers and stores."""
     items = conf.items() if isinstance(conf, Mapping) else conf
@@ -60,9 +57,10 @@ def _known_key_case() -> dict[str, str]:
         names = list(registry.config_keys())
         for spec in registry.committers().values():
             names.extend(spec.config_keys)
+        aliases = registry.config_aliases()
     except Exception:  # a broken plugin must not hide the write's own errors
-        names = list(CORE_KEYS)
-    for name in [*names, *ALIASES, *ALIASES.values()]:
+        names, aliases = list(CORE_KEYS), CORE_ALIASES
+    for name in [*names, *aliases, *aliases.values()]:
         known[name.lower()] = name
     return known
 

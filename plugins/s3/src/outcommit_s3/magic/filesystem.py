@@ -1,4 +1,4 @@
-"""The magic committer: tasks stream straight into pending multipart uploads.
+"""The magic committer's filesystem: tasks stream straight into pending multipart uploads.
 
 A task writes under ``<dest>/__magic_job-<jobId>/<jobAttempt>/tasks/<attemptId>/__base/``
 through the committer's filesystem. A file opened there becomes a multipart upload to
@@ -11,29 +11,26 @@ nothing is copied or renamed, ever.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import posixpath
-import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 from fsspec.spec import AbstractBufferedFile
 
-from outcommit import capabilities as caps
-from outcommit.committer import is_inside, relative_to
 from outcommit.context import TaskAttemptContext
-from outcommit.errors import CorruptFileError, TaskCommitError
-from outcommit.store import FileInfo
+from outcommit.errors import TaskCommitError, UnsupportedWriteError
+from outcommit.paths import is_inside, relative_to
 
-from .commitbase import MultipartCommitter, abortable_commits, parallel
-from .pending import PENDING_SUFFIX, PendingCommit, PendingSet, parse_commit
-from .settings import DEFAULT_PART_SIZE
+from ..commit.files import PENDING_SUFFIX, PendingCommit
+from ..commit.operations import abortable_commits
+
+if TYPE_CHECKING:
+    from .committer import MagicCommitter
 
 MAGIC = "__magic"
 BASE = "__base"
-TASKS = "tasks"
 MARKER_LENGTH_HEADER = "x-hadoop-s3a-magic-data-length"
 
 
@@ -58,6 +55,8 @@ def magic_destination(dest: str, path: str) -> str | None:
 
 class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
     """A write stream whose data goes into one multipart upload that it never completes."""
+
+    buffer: io.BytesIO  # fsspec's write buffer
 
     def __init__(self, fs: MagicFileSystem, path: str, final_path: str, part_size: int) -> None:
         super().__init__(fs, path, mode="wb", block_size=part_size, cache_type="none")
@@ -104,9 +103,9 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
         body = json.dumps(commit.to_dict()).encode()
         try:
             store.write_bytes(pending, body)
-            put_marker = getattr(store, "put_marker", None)
-            if put_marker is not None:
-                put_marker(self.path, {MARKER_LENGTH_HEADER: str(self.length)})
+            with_metadata = store.object_metadata()
+            if with_metadata is not None:
+                with_metadata.write_with_metadata(self.path, b"", {MARKER_LENGTH_HEADER: str(self.length)})
             else:
                 store.write_bytes(self.path, b"")
             # A writer that outlived its job (a straggler closing after job commit or abort)
@@ -184,19 +183,19 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         """
         stripped = self._strip_protocol(path)
         if any(part in ("", ".", "..") for part in stripped.split("/")):
-            raise ValueError(f"{path}: empty, '.' and '..' path components are not allowed")
+            raise UnsupportedWriteError(f"{path}: empty, '.' and '..' path components are not allowed")
         base = self.committer.work_path(self.task)
         if not is_inside(stripped, self.committer.dest):
             return None  # not the committer's business: the plain filesystem
         if not is_inside(stripped, base):
-            raise ValueError(f"{path} is inside the destination but not under the task's work "
+            raise UnsupportedWriteError(f"{path} is inside the destination but not under the task's work "
                              f"path {base}: write there, or the commit protocol is bypassed")
         final = self._final(stripped)
         assert final is not None
         relative = relative_to(final, self.committer.dest)
         if relative == "_SUCCESS" or any(p.startswith(MAGIC) for p in relative.split("/")) \
                 or stripped.endswith(PENDING_SUFFIX):
-            raise ValueError(f"{path} maps to {final}, which the committer reserves")
+            raise UnsupportedWriteError(f"{path} maps to {final}, which the committer reserves")
         return final
 
     def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True,
@@ -207,7 +206,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         if final is None:
             return self.inner.open(path, mode, block_size=block_size, **kwargs)
         if "a" in mode:
-            raise ValueError(f"cannot append to {path}: files under __magic are write-once")
+            raise UnsupportedWriteError(f"cannot append to {path}: files under __magic are write-once")
         # No liveness check here (it would be a second HEAD per file): setup_task refuses a
         # stale attempt, and close() checks after the file's last write, which is the check
         # that also catches a job ending while the file is being written.
@@ -229,7 +228,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
                 commits = abortable_commits(store, name, expect)
             except FileNotFoundError:
                 continue
-            self.committer.abort_commits(self.task, commits)
+            self.committer.ops.abort(commits, self.committer.logger(self.task))
             store.delete(name)
             self.committer.record_magic_upload(self.task, name[:-len(PENDING_SUFFIX)], None)
 
@@ -268,7 +267,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         if self._check_write(path2) is not None:
-            raise ValueError("copy into a magic path is not supported: write the file instead")
+            raise UnsupportedWriteError("copy into a magic path is not supported: write the file instead")
         self.inner.cp_file(path1, path2, **kwargs)
 
     def modified(self, path: str) -> Any:
@@ -276,131 +275,3 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
 
     def invalidate_cache(self, path: str | None = None) -> None:
         self.inner.invalidate_cache(path)
-
-
-class MagicCommitter(MultipartCommitter):
-    """S3A's magic committer: stream to pending multipart uploads, complete at job commit."""
-
-    name = "magic"
-    requires = (caps.MULTIPART_DELAYED_COMPLETION, caps.LISTING_CONSISTENT)
-    job_dir_prefix = f"{MAGIC}_job-"
-
-    def __init__(self, destination: str, store: Any, config: Any = None) -> None:
-        super().__init__(destination, store, config)
-        # (attempt id, magic path) -> (upload id, bytes of the .pending this process saved)
-        self._magic_uploads: dict[tuple[str, str], tuple[str, bytes]] = {}
-        self._magic_lock = threading.Lock()
-
-    def record_magic_upload(self, task: TaskAttemptContext, path: str, upload_id: str | None,
-                            pending: bytes = b"") -> str | None:
-        """The upload now saved at a magic path (None: forget it); returns the one it replaced."""
-        with self._magic_lock:
-            key = (task.attempt_id, path)
-            previous = self._magic_uploads.pop(key, None)
-            if upload_id is not None:
-                self._magic_uploads[key] = (upload_id, pending)
-        replaced = previous[0] if previous is not None else None
-        return replaced if replaced != upload_id else None
-
-    def _saved_pending(self, task: TaskAttemptContext, info: FileInfo) -> bytes | None:
-        """The bytes of ``.pending`` file ``info`` when this process provably saved them.
-
-        The listing gives each object's size and etag; a single-PUT object's etag is the
-        MD5 of its bytes, so an equal etag proves the stored file is the copy we hold
-        (not one rewritten by another writer of this attempt): no GET needed. Anything
-        else (another process's file, an etag that is not an MD5, e.g. SSE-KMS) is read.
-        """
-        with self._magic_lock:
-            saved = self._magic_uploads.get((task.attempt_id, info.path[:-len(PENDING_SUFFIX)]))
-        body = saved[1] if saved is not None else b""
-        if not body or info.etag is None or info.size != len(body):
-            return None
-        md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
-        return body if md5 == info.etag.strip('"') else None
-
-    def _forget_attempt(self, task: TaskAttemptContext) -> None:
-        with self._magic_lock:
-            for key in [k for k in self._magic_uploads if k[0] == task.attempt_id]:
-                del self._magic_uploads[key]
-
-    def task_attempt_dir(self, task: TaskAttemptContext) -> str:
-        return self.store.join(self.job_attempt_dir(task.job), TASKS, task.attempt_id)
-
-    def work_path(self, task: TaskAttemptContext) -> str:
-        return self.store.join(self.task_attempt_dir(task), BASE)
-
-    def filesystem(self, task: TaskAttemptContext) -> fsspec.AbstractFileSystem:
-        settings = getattr(self.store, "settings", None)
-        part_size = getattr(settings, "part_size", DEFAULT_PART_SIZE)
-        return MagicFileSystem(self, task, self.store.fs, part_size)
-
-    def setup_task(self, task: TaskAttemptContext) -> None:
-        self.require_job(task.job, TaskCommitError)
-
-    def _pending_files(self, task: TaskAttemptContext) -> list[str]:
-        return [f.path for f in self._attempt_files(task) if f.path.endswith(PENDING_SUFFIX)]
-
-    def _attempt_files(self, task: TaskAttemptContext) -> list[FileInfo]:
-        return self.store.list_files(self.task_attempt_dir(task))
-
-    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
-        return bool(self._pending_files(task))
-
-    def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
-        """One listing of the attempt; a GET only for ``.pending`` files another process
-        wrote; publish (which checks the job is live before and after); one batched delete.
-
-        The job-liveness check is publish_task's: a check here too would be a second HEAD
-        in a row with nothing between them that could change its answer.
-        """
-        expect = self.expectations(task.job)
-        listed = self._attempt_files(task)
-
-        def load(info: FileInfo) -> PendingCommit:
-            ours = self._saved_pending(task, info)
-            data = self.store.load_json(info.path) if ours is None else json.loads(ours)
-            # Validated either way: the same checks whoever wrote it.
-            return parse_commit(data, self.store.url(info.path), expect)
-
-        outcomes = parallel(load, [f for f in listed if f.path.endswith(PENDING_SUFFIX)], self.threads)
-        commits = [c for _, c, e in outcomes if c is not None and e is None]
-        failed = [(p.path, e) for p, _, e in outcomes if e is not None]
-        if failed:
-            # Hadoop's rule: one unreadable .pending fails the task; abort what we know.
-            self.abort_task(task)
-            path, error = failed[0]
-            if isinstance(error, CorruptFileError):
-                raise error
-            raise TaskCommitError(f"task {task.attempt_id}: cannot load {self.store.url(path)}: "
-                                  f"{error}") from error
-        pendingset = PendingSet(job_id=task.job_id, task_id=task.task_id, attempt_id=task.attempt_id,
-                                commits=sorted(commits, key=lambda c: c.key), committer=self.name)
-        message = self.publish_task(task, pendingset)
-        # The attempt's files as listed, one DeleteObjects per 1000 (no second listing).
-        # Anything that appeared since goes with the job directory at job commit/cleanup.
-        paths = [f.path for f in listed]
-        deleter = getattr(self.store, "delete_many", None)
-        if deleter is not None:
-            deleter(paths)
-        else:
-            for path in paths:
-                self.store.delete(path)
-        self._forget_attempt(task)
-        return message
-
-    def abort_task(self, task: TaskAttemptContext) -> None:
-        log = self.logger(task)
-        try:
-            expect = self.expectations(task.job)
-            commits: list[PendingCommit] = []
-            for path in self._pending_files(task):
-                try:
-                    commits.extend(abortable_commits(self.store, path, expect))
-                except OSError:
-                    log.warning("unreadable %s: its upload is left to the job's cleanup", path)
-            self.abort_commits(task, commits)
-            self.abort_published(task)
-            self.store.delete(self.task_attempt_dir(task), recursive=True)
-            self._forget_attempt(task)
-        except Exception:  # abort never raises
-            log.warning("abort of task attempt %s failed", task.attempt_id, exc_info=True)
