@@ -109,11 +109,15 @@ def target_on(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str],
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests on the speculative session run last: the session is then switched only once."""
+    """Tests on the speculative session run after the other Spark tests: one switch, not two."""
     speculative = [i for i in items if "speculative_spark" in getattr(i, "fixturenames", ())]
-    if speculative:
-        moved = set(speculative)
-        items[:] = [i for i in items if i not in moved] + speculative
+    if not speculative:
+        return
+    moved = set(speculative)
+    rest = [i for i in items if i not in moved]
+    here = Path(__file__).parent
+    last = max((n for n, i in enumerate(rest) if here in Path(str(i.path)).parents), default=len(rest) - 1)
+    items[:] = [*rest[:last + 1], *speculative, *rest[last + 1:]]
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -13,6 +13,7 @@ every Python worker is idle.
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -35,6 +36,13 @@ CASES = [
     pytest.param("s3", "directory", marks=pytest.mark.s3),
     pytest.param("s3", "partitioned", marks=pytest.mark.s3),
 ]
+
+
+def reason(error: str) -> str:
+    """The gist of a task's error: the last Python exception line, or the first line."""
+    lines = [line.strip() for line in error.splitlines()]
+    raised = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
+    return (raised[-1] if raised else lines[0] if lines else "")[:60]
 
 
 @pytest.mark.parametrize(("store", "committer"), CASES)
@@ -66,6 +74,6 @@ def test_speculative_copy_of_a_slow_task_commits_exactly_once(
     assert sum(1 for a in slow if a.status == "SUCCESS") == 1, slow
     other = next(a for a in slow if a.status != "SUCCESS")
     wrote = f"{len(hooks.arrived(line_up.name))} wrote" if store != "azure" else "writes not seen"
-    figures.note = f"attempt {other.attempt} {other.status.lower()} ({other.error[:28]}); {wrote}"
+    figures.note = f"attempt {other.attempt} {other.status.lower()} ({reason(other.error)}); {wrote}"
     assert (markers / f"first-{SLOW}").exists() and (markers / f"spec-{SLOW}").exists()
     assert_exactly_once(target, committer, df.collect(), TASKS, figures)
