@@ -295,6 +295,12 @@ def _serve(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=1, help="cores per worker")
     parser.add_argument("--memory", default="1g", help="memory per worker")
     args = parser.parse_args(argv)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # SIGTERM too, and SIGINT even where a shell ignored it
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     with start_cluster(args.dir.resolve(), args.workers, args.cores, args.memory) as cluster:
         print(f"master  {cluster.master_url}\nstatus  {cluster.web_url}/json/\nlogs    {cluster.workdir}")
         print(f"use     PYSPARK_PYTHON={cluster.python} SPARK_LOCAL_IP=127.0.0.1 "
