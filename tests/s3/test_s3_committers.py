@@ -87,7 +87,7 @@ def test_magic_writes_parquet_and_pandas_through_its_filesystem(config, s3_root)
 
 def test_magic_pending_file_uses_hadoop_fields(config, s3_root):
     url = f"{s3_root}/fields"
-    committer, job = start(url, config, "magic")
+    committer, job = start(url, {**config, "outcommit.magic.track-commits-in-memory": "false"}, "magic")
     task = job.task_attempt(0)
     committer.setup_task(task)
     write(committer, task, {"d/a.txt": b"abc"})

@@ -24,6 +24,7 @@ from .success import SUCCESS_FILE, SuccessData
 log = logging.getLogger(__name__)
 
 TEMPORARY_DIR = "_temporary"
+THREADS_KEY = "outcommit.committer.threads"
 CONFLICT_MODES = ("fail", "append", "replace")
 
 
@@ -56,7 +57,8 @@ class Committer:
         self.dest = store.strip(destination)
         #: Why this committer was chosen (set by the factory).
         self.selection = "constructed directly"
-        self.threads = self.config.get_int("outcommit.committer.threads", 8, minimum=1)
+        # As many requests in flight as the store's connection pool serves.
+        self.threads = self.config.get_int(THREADS_KEY, store.parallelism, minimum=1)
         self.conflict_mode = self.config.get_choice(
             "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
         self._engine_metrics: dict[str, int] = {}
@@ -161,7 +163,7 @@ class Committer:
     def success_enabled(self) -> bool:
         return self.config.get_bool("outcommit.success.enabled", True)
 
-    def write_success(self, job: JobContext, files: Sequence[str],
+    def write_success(self, job: JobContext, files: Iterable[str],
                       metrics: Mapping[str, int] | None = None,
                       diagnostics: Mapping[str, str] | None = None) -> SuccessData:
         summary = SuccessData.build(
@@ -195,7 +197,7 @@ class Committer:
                                      exc_info=True)
 
     def failed_commit(self, job: JobContext, exc: BaseException, started: float,
-                      files: Sequence[str] = (),
+                      files: Iterable[str] = (),
                       metrics: Mapping[str, int] | None = None) -> JobCommitError:
         """Build the success=false report for a failed job commit and the error to raise."""
         summary = SuccessData.build(

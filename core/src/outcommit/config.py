@@ -35,7 +35,8 @@ CORE_ALIASES: dict[str, str] = {
 CORE_KEYS: dict[str, str] = {
     "outcommit.committer": "committer name used for every scheme without its own key",
     "outcommit.committer.allow-unsafe": "allow a committer the store cannot make safe (default false)",
-    "outcommit.committer.threads": "threads for parallel job commit work (default 8)",
+    "outcommit.committer.threads": "threads for parallel job commit work (default: the store's "
+                                   "connection pool, 64 on S3; 8 elsewhere)",
     "outcommit.committer.conflict-mode": "fail | append | replace for committers that support it",
     "outcommit.committer.unique-filenames": "put the job id in file names (default true)",
     "outcommit.success.enabled": "write the _SUCCESS report at job commit (default true)",

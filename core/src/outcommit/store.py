@@ -76,6 +76,9 @@ class Store:
     capabilities: Capabilities = Capabilities()
     #: Committer used when the caller names none.
     default_committer: ClassVar[str] = "v1"
+    #: Requests the store's clients serve at once (a connection pool's size): the default
+    #: of ``outcommit.committer.threads``.
+    parallelism: int = 8
 
     def __init__(self, url: str, config: Config | None = None,
                  fs: fsspec.AbstractFileSystem | None = None) -> None:

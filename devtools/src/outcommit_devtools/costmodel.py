@@ -348,6 +348,10 @@ class MeteredStore(Store):
     def fs(self) -> Any:
         return self.inner.fs
 
+    @property
+    def parallelism(self) -> int:  # type: ignore[override]
+        return self.inner.parallelism
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

@@ -21,7 +21,7 @@ from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, InjectedFailure
 from ..factory import create_committer
 from ..success import SuccessData
-from .writer import write_table
+from .writer import StreamingWriter
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +95,13 @@ def run_task_attempt(spec: TaskSpec) -> TaskResult:
                 raise InjectedFailure(
                     f"injected failure of task {spec.index} attempt {spec.attempt} mid-write")
 
-        written = write_table(committer.filesystem(task), committer.work_path(task), spec.table,
-                              task_index=spec.index, job_id=task.job_id, attempt=spec.attempt,
-                              fmt=spec.fmt, partition_by=spec.partition_by,
-                              max_rows_per_file=spec.max_rows_per_file, on_file=maybe_fail)
+        # A table, or any iterable of record batches: written as they come.
+        batches = spec.table.to_batches(max_chunksize=64 * 1024) \
+            if hasattr(spec.table, "to_batches") else spec.table
+        written = StreamingWriter(committer.filesystem(task), committer.work_path(task), spec.index,
+                                  task.job_id, spec.attempt, spec.fmt, spec.partition_by,
+                                  max_rows_per_file=spec.max_rows_per_file,
+                                  on_file=maybe_fail).write_batches(batches)
         if failure and failure.point == "mid-write":
             maybe_fail(len(written) + failure.after_files, "")
         if failure and failure.point == "before-commit":

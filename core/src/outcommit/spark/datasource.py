@@ -63,6 +63,15 @@ class OutcommitCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     files: int = 0
     bytes: int = 0
     paths: list[str] = field(default_factory=list)
+    #: The Python worker's peak resident memory when the task finished (bytes).
+    peak_rss: int = 0
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes (Linux: ru_maxrss is in KiB)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def _driver_logging() -> None:
@@ -123,10 +132,9 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     # -- task attempt (executor) ---------------------------------------------------
     def write(self, iterator: Iterator[Any]) -> OutcommitCommitMessage:
-        import pyarrow as pa
         from pyspark import TaskContext
 
-        from ..engine.writer import write_table
+        from ..engine.writer import StreamingWriter
 
         context = TaskContext.get()
         if context is None:
@@ -140,21 +148,21 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
         def fail_mid_write(seq: int, relative: str) -> None:
             if fail_now and seq >= 1:
                 raise InjectedFailure(f"injected failure: task {index} attempt {attempt} "
-                                          f"dies after writing {seq} file(s) (test hook _failTaskOnce)")
+                                      f"dies after writing {seq} file(s) (test hook _failTaskOnce)")
 
         committer.setup_task(task)
+        writer = StreamingWriter(
+            committer.filesystem(task), committer.work_path(task), index, job.job_id, attempt,
+            plan.fmt, plan.partition_by, max_rows_per_file=plan.max_rows_per_file,
+            max_bytes_per_file=plan.max_bytes_per_file, options=dict(plan.file_options),
+            on_file=fail_mid_write)
         try:
-            batches = list(iterator)
-            written = []
-            if batches and sum(b.num_rows for b in batches):
-                table = pa.Table.from_batches(batches)
-                written = write_table(
-                    committer.filesystem(task), committer.work_path(task), table,
-                    task_index=index, job_id=job.job_id, attempt=attempt, fmt=plan.fmt,
-                    partition_by=plan.partition_by, max_rows_per_file=plan.max_rows_per_file,
-                    options=plan.file_options, on_file=fail_mid_write)
+            # Batches as Spark hands them over: the partition is never held in memory.
+            for batch in iterator:
+                writer.write_batch(batch)
             if fail_now:
-                fail_mid_write(len(written) + 1, "")
+                fail_mid_write(writer._seq + 1, "")
+            written = writer.close()
             # An attempt that wrote files must commit; asking the store first costs a listing.
             needs_commit = bool(written) or committer.needs_task_commit(task)
             # Spark's commit coordinator has not chosen this attempt yet: only an isolated
@@ -164,13 +172,15 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
         except InjectedFailure:
             raise  # a killed attempt cleans nothing up: job commit/abort must
         except BaseException:
+            writer.abort()
             committer.abort_task(task)
             raise
         return OutcommitCommitMessage(
             task_index=index, attempt=attempt, task_message=message,
             commit_on_driver=needs_commit and not on_executor,
             rows=sum(w.rows for w in written), files=len(written),
-            bytes=sum(w.bytes for w in written), paths=[w.path for w in written])
+            bytes=sum(w.bytes for w in written), paths=[w.path for w in written],
+            peak_rss=_peak_rss())
 
     # -- job (driver) ----------------------------------------------------------------
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -180,6 +190,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
         stats = {"rows.written": sum(m.rows for m in accepted),
                  "files.written": sum(m.files for m in accepted),
                  "bytes.written": sum(m.bytes for m in accepted),
+                 "spark.task.peak-rss.max": max((m.peak_rss for m in accepted), default=0),
                  "spark.tasks": len(messages),
                  "spark.task.retries": sum(1 for m in accepted if m.attempt > 0)}
         add_metrics = getattr(committer, "add_metrics", None)

@@ -31,7 +31,8 @@ DATA_SOURCE_OPTIONS = {
     "committer": "committer name; overrides every config key",
     "partitionby": "comma-separated partition columns (Hive-style col=value directories)",
     "conflictmode": "fail, append or replace; overrides the save mode",
-    "maxrowsperfile": "roll to a new file after this many rows (0: one file per partition and task)",
+    "maxrowsperfile": "roll to a new file after this many rows (0: no row limit)",
+    "maxbytesperfile": "roll to a new file after about this many bytes (0: no size limit)",
     "rowgroupsize": "Parquet rows per row group",
     "compression": "Parquet compression codec (snappy, zstd, gzip, none, ...)",
 }
@@ -88,6 +89,7 @@ class WritePlan:
     fmt: str = "parquet"
     partition_by: tuple[str, ...] = ()
     max_rows_per_file: int = 0
+    max_bytes_per_file: int = 0
     file_options: dict[str, Any] = field(default_factory=dict)
     conflict_mode: str = "append"
     conflict_reason: str = ""
@@ -160,5 +162,6 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     return WritePlan(
         destination=path, committer=committer, config=config, fmt=fmt,
         partition_by=partition_by, max_rows_per_file=_int_option(lowered, "maxrowsperfile", 0),
+        max_bytes_per_file=_int_option(lowered, "maxbytesperfile", 0),
         file_options=file_options, conflict_mode=mode, conflict_reason=reason,
         fail_task_once=int(fail_once) if fail_once not in (None, "") else None)

@@ -96,6 +96,10 @@ class FaultInjectingStore(Store):
     def fs(self) -> Any:
         return self.inner.fs
 
+    @property
+    def parallelism(self) -> int:  # type: ignore[override]
+        return self.inner.parallelism
+
     def __getattr__(self, name: str) -> Any:  # config, scheme, _url, plugin extras
         return getattr(self.inner, name)
 

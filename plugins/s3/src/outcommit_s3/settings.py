@@ -28,6 +28,8 @@ ABORT_PENDING = "outcommit.s3.abort-pending-uploads"
 STAGING_DIR = "outcommit.s3.staging.tmp-dir"
 STAGING_SHARED_DIR = "outcommit.s3.staging.shared-dir"
 INLINE_LIMIT = "outcommit.s3.message.inline-commits"
+MAGIC_IN_MEMORY = "outcommit.magic.track-commits-in-memory"
+MAGIC_UPLOAD_THREADS = "outcommit.magic.upload-threads"
 
 S3A_COMMITTER_NAME = "outcommit.s3a.committer.name"
 
@@ -46,6 +48,7 @@ HADOOP_ALIASES = {
     STAGING_DIR: "fs.s3a.buffer.dir",
     ABORT_PENDING: "fs.s3a.committer.abort.pending.uploads",
     S3A_COMMITTER_NAME: "fs.s3a.committer.name",
+    MAGIC_IN_MEMORY: "fs.s3a.committer.magic.track.commits.in.memory.enabled",
     # Keys of core that Hadoop spells the S3A way.
     "outcommit.committer.threads": "fs.s3a.committer.threads",
     "outcommit.committer.conflict-mode": "fs.s3a.committer.staging.conflict-mode",
@@ -72,6 +75,11 @@ KEYS: dict[str, str] = {
                   "else a digest-checked reference to the pendingset (default 200)",
     S3A_COMMITTER_NAME: "Hadoop's fs.s3a.committer.name for s3:// and s3a://: file, directory, "
                         "partitioned or magic",
+    MAGIC_IN_MEMORY: "magic: keep a task's uploads in the memory of the process that set the task "
+                     "up (default true); false: every writer saves .pending files (writers in "
+                     "several processes)",
+    MAGIC_UPLOAD_THREADS: "magic: per task attempt, parts and small files uploaded in the "
+                          "background at once (default 4; their bytes bound the memory)",
 }
 KEYS[SSL_ENABLED_HADOOP] = "Hadoop: false makes a scheme-less fs.s3a.endpoint http://"
 

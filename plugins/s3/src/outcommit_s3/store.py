@@ -61,7 +61,9 @@ class S3Store(Store):
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._multipart = S3MultipartUploads(self)
-        self.threads = self.config.get_int("outcommit.committer.threads", 8, minimum=1)
+        # Committers default to as many threads as the connection pool has connections.
+        self.parallelism = self.settings.max_connections
+        self.threads = self.config.get_int("outcommit.committer.threads", self.parallelism, minimum=1)
         #: Retries of commit requests beyond botocore's own (completions under throttling).
         self.retry = RetryPolicy.from_config(self.config)
 

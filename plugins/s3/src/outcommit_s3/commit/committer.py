@@ -12,7 +12,7 @@ that it began, applies the conflict mode (:mod:`.conflicts`), completes every up
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
@@ -116,7 +116,8 @@ class MultipartCommitter(Committer):
         path = layout.pendingset(task.job, task.task_id, task.attempt_id)
         created: list[str] = []  # files this call created: removed again if it fails
         try:
-            self.require_job(task.job, TaskCommitError)
+            # Write, then check: no liveness check before publishing (a stale attempt's
+            # files are removed again below), one after it.
             data = pendingset.to_bytes()
             try:
                 self.meta.create_exclusive(path, data)
@@ -209,7 +210,8 @@ class MultipartCommitter(Committer):
         layout, expect = self.layout(job), self.expectations(job)
         sets: list[PendingSet] = []
         try:
-            sets = (pendingsets.from_messages(layout, job, messages, expect) if messages is not None
+            sets = (pendingsets.from_messages(layout, job, messages, expect, self.threads)
+                    if messages is not None
                     else pendingsets.discover(layout, job, expect, self.threads))
             commits = [c for p in sets for c in p.commits]
             check_unique(commits, "pendingsets of the job")
@@ -223,7 +225,7 @@ class MultipartCommitter(Committer):
             cleanup.end_job(layout, job)
             metrics, diagnostics = self._after_completion(job)
             summary = self.write_success(
-                job, [self.store.url(c.path) for c in commits],
+                job, (self.store.url(c.path) for c in commits),
                 metrics={"tasks.committed": len(sets), "bytes.committed": sum(c.length for c in commits),
                          "conflict.deleted": removed, **metrics,
                          "commit.duration.ms": int((time.monotonic() - started) * 1000)},
@@ -238,8 +240,8 @@ class MultipartCommitter(Committer):
         log.info("committed job: %d files from %d tasks", len(commits), len(sets))
         return summary
 
-    def _urls(self, sets: Sequence[PendingSet]) -> list[str]:
-        return [self.store.url(c.path) for p in sets for c in p.commits]
+    def _urls(self, sets: Sequence[PendingSet]) -> Iterator[str]:
+        return (self.store.url(c.path) for p in sets for c in p.commits)
 
     def _after_completion(self, job: JobContext) -> tuple[dict[str, int], dict[str, str]]:
         """Sweep pending uploads under the destination, or report what stays pending.

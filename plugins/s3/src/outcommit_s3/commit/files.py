@@ -28,7 +28,7 @@ URI_SCHEMES = ("s3", "s3a", "s3n")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PendingCommit:
     """One uploaded-but-not-completed object."""
 

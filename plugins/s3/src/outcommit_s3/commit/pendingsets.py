@@ -32,21 +32,27 @@ def parse_bytes(data: bytes, where: str, expect: Expectations) -> PendingSet:
 
 
 def from_messages(layout: JobLayout, job: JobContext, messages: Sequence[Mapping[str, Any]],
-                  expect: Expectations) -> list[PendingSet]:
-    """The pendingsets the task messages name, one per task (a task given twice is refused)."""
-    found: list[PendingSet] = []
-    tasks: dict[str, str] = {}
-    for index, message in enumerate(messages):
+                  expect: Expectations, threads: int) -> list[PendingSet]:
+    """The pendingsets the task messages name, one per task (a task given twice is refused).
+
+    Messages carry their commits, or (big tasks) a reference: those pendingsets are fetched
+    in parallel, a bounded number at a time.
+    """
+    def load(item: tuple[int, Mapping[str, Any]]) -> PendingSet:
+        index, message = item
         where = f"task commit message #{index}"
         if not isinstance(message, Mapping):
             raise CorruptFileError(where, None, "is not a mapping")
-        attempt_id = message.get("taskAttemptId")
-        if not isinstance(attempt_id, str):
+        if not isinstance(message.get("taskAttemptId"), str):
             raise CorruptFileError(where, "taskAttemptId", "is missing")
         if "commits" in message:
-            pendingset = parse_pendingset(message, where, expect)
-        else:
-            pendingset = referenced(layout, job, message, where, expect)
+            return parse_pendingset(message, where, expect)
+        return referenced(layout, job, message, where, expect)
+
+    found: list[PendingSet] = []
+    tasks: dict[str, str] = {}
+    for index, pendingset in enumerate(run_all(load, enumerate(messages), threads, "outcommit-load")):
+        where, attempt_id = f"task commit message #{index}", str(messages[index].get("taskAttemptId"))
         if pendingset.task_id in tasks:
             raise CorruptFileError(where, "taskId", f"task {pendingset.task_id} was given twice "
                                    f"({tasks[pendingset.task_id]} and {attempt_id})")
