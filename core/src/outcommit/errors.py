@@ -99,6 +99,30 @@ class UploadPendingError(CommitError):
     """The store kept refusing to complete an upload that is still pending (throttling, outages)."""
 
 
+class StoreError(OutcommitError):
+    """A store could not be reached, refused the credentials or lacks the bucket.
+
+    The message names the endpoint, the bucket or container, where the credentials came
+    from (never the secret), and the fix.
+    """
+
+
+class StoreUnreachableError(StoreError, ConnectionError):
+    """The store's endpoint cannot be reached (refused, unresolvable, timed out)."""
+
+
+class StoreCredentialsError(StoreError, PermissionError):
+    """No credentials were found, or the store rejected them (unknown key, bad signature)."""
+
+
+class StorePermissionError(StoreError, PermissionError):
+    """The credentials are valid but may not do this operation on this bucket or key."""
+
+
+class StoreNotFoundError(StoreError):
+    """The bucket or container of the destination does not exist."""
+
+
 class OptionError(ConfigError):
     """An engine's write option is missing, invalid or unknown."""
 
