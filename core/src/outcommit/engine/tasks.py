@@ -80,8 +80,11 @@ class WriteSettings:
 
 def write_attempt(committer: Committer, task: TaskAttemptContext, batches: Iterable[Any],
                   settings: WriteSettings,
-                  on_file: Callable[[int, str], None] | None = None) -> AttemptResult:
+                  on_file: Callable[[int, str, int], None] | None = None) -> AttemptResult:
     """One task attempt of an engine without a commit coordinator: set up, write, commit.
+
+    ``on_file(seq, relative_path, files_closed)`` is called before each file is opened
+    (engines' failure injection and test hooks stop an attempt there).
 
     The attempt commits itself only if the committer's task commit is isolated; otherwise
     it only writes and the driver commits it once accepted (:func:`commit_accepted_attempts`).
@@ -90,11 +93,16 @@ def write_attempt(committer: Committer, task: TaskAttemptContext, batches: Itera
     abort must).
     """
     committer.setup_task(task)
+
+    def before_file(seq: int, relative: str) -> None:
+        if on_file is not None:
+            on_file(seq, relative, len(writer.written))
+
     writer = StreamingWriter(
         committer.filesystem(task), committer.work_path(task), task.index, task.job_id, task.attempt,
         settings.fmt, settings.partition_by, max_rows_per_file=settings.max_rows_per_file,
         max_bytes_per_file=settings.max_bytes_per_file, options=dict(settings.file_options),
-        on_file=on_file)
+        on_file=before_file)
     try:
         for batch in batches:
             writer.write_batch(batch)

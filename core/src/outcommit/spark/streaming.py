@@ -113,8 +113,8 @@ class OutcommitStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
         pause_at = self.plan.pause_point
         pause_here = pause_at is not None and pause_at == ("write", identity.batch_id)
 
-        def on_file(seq: int, relative: str) -> None:
-            if pause_here and seq >= 1:  # a file written (for magic: an upload pending)
+        def on_file(seq: int, relative: str, closed: int) -> None:
+            if pause_here and closed >= 1:  # a file written (for magic: an upload pending)
                 pause(self.plan.hooks_dir, "write", identity.batch_id)
 
         task = job.task_attempt(index, attempt)
