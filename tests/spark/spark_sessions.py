@@ -23,6 +23,9 @@ BASE_CONF = {
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
+    # The default for file:// anyway; set on the builder so that a test can show that
+    # spark.conf.unset of a builder key takes effect (test_datasource_file).
+    "spark.outcommit.committer.file": "v1",
 }
 
 PROFILES: dict[str, dict[str, str]] = {

@@ -76,6 +76,10 @@ class ContainmentError(CommitError):
     """A path lies outside the job's destination or its temporary areas."""
 
 
+class NotCommittedError(OutcommitError):
+    """A reader asked for committed output where no job has committed (no ``_SUCCESS``)."""
+
+
 class CorruptCommitDataError(JobCommitError, CorruptFileError):
     """Job commit refused a corrupt or tampered commit file (names the file and field)."""
 
