@@ -64,6 +64,19 @@ def main(argv: list[str] | None = None) -> int:
         progress = query.lastProgress or {}
         print(json.dumps({"event": "finished", "dest": spec["dest"], "lastBatch": progress.get("batchId")}),
               flush=True)
+    if not failed:
+        import outcommit.streaming
+
+        for spec in specs:
+            if not spec["dest"].startswith("file://"):
+                continue  # this JVM has no S3 or Azure filesystem: local destinations only
+            # docs/streaming.md's Spark recipe: exactly the committed batches' files.
+            files = outcommit.streaming.committed_files(spec["dest"])
+            frame = spark.read.option("basePath", spec["dest"]).parquet(*files)
+            rows = frame.count()
+            distinct = frame.select("id").distinct().count()
+            print(json.dumps({"event": "spark-read", "dest": spec["dest"], "rows": rows,
+                              "distinct": distinct, "columns": sorted(frame.columns)}), flush=True)
     spark.stop()
     return 1 if failed else 0
 

@@ -149,13 +149,15 @@ class Driver:
         finally:
             kill_group(process)
 
-    def run_to_the_end(self) -> None:
+    def run_to_the_end(self) -> list[dict[str, Any]]:
+        """Run until every query has read all its input; the driver's JSON events."""
         process, log = self.start(None)
         try:
             code = process.wait(timeout=RUN_DEADLINE_S)
         finally:
             kill_group(process)
         assert code == 0, log.read_text()[-6000:]
+        return [json.loads(line) for line in log.read_text().splitlines() if line.startswith('{"event"')]
 
 
 def kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -254,7 +256,14 @@ def killed_queries(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
         driver.run_killed_at(pause)
         for query in queries:
             notes[query.name].append(f"killed at {pause}: {check_killed_state(query, pause)}")
-    driver.run_to_the_end()
+    events = driver.run_to_the_end()
+    for query in queries:
+        read = [e for e in events if e["event"] == "spark-read" and e["dest"] == query.dest]
+        if read:
+            notes[query.name].append(f"spark.read.parquet(*committed_files(dest)): {read[0]['rows']} rows, "
+                                     f"{read[0]['distinct']} distinct ids, columns {read[0]['columns']}")
+            assert (read[0]["rows"], read[0]["distinct"]) == (FILES * ROWS_PER_FILE, FILES * ROWS_PER_FILE)
+            assert read[0]["columns"] == ["id", "part", "payload"]
     return {q.name: (q, notes[q.name]) for q in queries}
 
 
@@ -267,6 +276,7 @@ def check(killed: dict[str, tuple[Query, list[str]]], name: str) -> None:
 
 def test_killed_driver_restarts_exactly_once_on_file(killed_queries: Any) -> None:
     check(killed_queries, "file")
+    assert any("spark.read" in note for note in killed_queries["file"][1]), "Spark never read the output"
 
 
 @pytest.mark.s3

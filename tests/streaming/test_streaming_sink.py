@@ -242,3 +242,39 @@ def test_a_straggler_of_a_committed_batch_keeps_nothing(tmp_path: Path) -> None:
     assert sink.begin_task(BatchIdentity(QUERY, 0, "run-late")) is None  # a later one writes nothing
     sink.commit_batch(1, run_batch(sink, "run-a", 1))
     assert_exactly_once(url, {}, range(2))
+
+
+@pytest.mark.parametrize("where", ["file", pytest.param("s3", marks=pytest.mark.s3)])
+def test_duckdb_reads_exactly_the_committed_batches(where: str, request: pytest.FixtureRequest,
+                                                    tmp_path: Path) -> None:
+    """docs/streaming.md's DuckDB recipe, with an interrupted batch's files beside the log's."""
+    duckdb = pytest.importorskip("duckdb")
+
+    if where == "file":
+        url, config, committer = f"file://{tmp_path}/out", {}, "v1"
+    else:
+        url, config, committer = (f"{request.getfixturevalue('s3_root')}/out",
+                                  dict(request.getfixturevalue("s3_server").config), "magic")
+
+    def die(step: str, batch_id: int) -> None:
+        if (step, batch_id) == ("job-committed", 2):
+            raise Died
+
+    sink = StreamingSink(url, config, committer, on_step=die)
+    for batch_id in range(2):
+        sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id))
+    with pytest.raises(Died):
+        sink.commit_batch(2, run_batch(sink, "run-a", 2))  # visible in the directory, not logged
+
+    files = streaming.committed_files(url, config)
+    con = duckdb.connect()
+    store = open_store(url, config)
+    if store.scheme != "file":
+        con.register_filesystem(store.fs)  # DuckDB reads s3:// through the same fsspec filesystem
+    rows = con.execute("select count(*), count(distinct id) from read_parquet(?, hive_partitioning=true)",
+                       [files]).fetchone()
+    assert rows == (2 * ROWS, 2 * ROWS)
+    everything = con.execute("select count(*) from read_parquet(?, hive_partitioning=true)",
+                             [[store.url(f.path) for f in store.list_files(store.strip(url))
+                               if f.path.endswith(".parquet") and "/_" not in f.path]]).fetchone()
+    assert everything == (3 * ROWS,), "the interrupted batch's files are in the directory"

@@ -212,6 +212,22 @@ STREAM_OPTIONS: dict[str, tuple[str, str]] = {
     "compactInterval": ("10", "every N-th batch the log is compacted into one file "
                               "(Spark's `fileSink.log.compactInterval`)"),
 }
+
+
+def stream_options_markdown() -> str:
+    """The option table of ``docs/streaming.md``: the write options, then the sink's own."""
+    path_default, path_meaning = DATA_SOURCE_OPTIONS["path"]
+    options = {**DATA_SOURCE_OPTIONS,
+               "path": (path_default, path_meaning.replace("`.save(url)`", "`.start(url)`")),
+               "conflictMode": ("`append`", "every micro-batch appends: `append` is the only mode"),
+               **STREAM_OPTIONS}
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{name}` | {default} | {meaning} |" for name, (default, meaning) in options.items()]
+    rows.append("| `outcommit.*`, `fs.*`, `mapreduce.*`, `spark.hadoop.*` | | committer and store "
+                "config for this query only (wins over the session config) |")
+    return "\n".join(rows) + "\n"
+
+
 # Test hooks, not user options: stop the query at a point (where a test SIGKILLs it).
 PAUSE_AT_OPTION = "_pauseat"
 HOOKS_DIR_OPTION = "_hooksdir"
