@@ -6,11 +6,12 @@ chosen point and marks it reached; the test then kills the whole group with SIGK
 shutdown hook runs, nothing is aborted) and starts the query again from the same
 checkpoint. Points, in the order one query meets them:
 
-- ``write:1`` — batch 1's tasks have written a file (for ``magic`` an upload is pending);
-- ``commit-job-committed:2`` — batch 2's job commit made its files visible, no log entry yet
+- ``write:0`` — batch 0's tasks have written a file (for ``magic`` an upload is pending);
+- ``commit-job-committed:1`` — batch 1's job commit made its files visible, no log entry yet
   (the restart must roll them back: the replay writes the batch again);
-- ``commit-logged:3`` — batch 3's log entry exists, Spark's checkpoint has not recorded the
-  commit (the restart replays batch 3: nothing new may become visible).
+- ``commit-logged:2`` — batch 2's log entry (the first compaction) exists, Spark's
+  checkpoint has not recorded the commit (the restart replays batch 2: nothing new may
+  become visible).
 
 The oracle, per batch: the rows Spark's checkpoint says the batch read (its source log
 names the input file) are exactly the rows of the batch's log entry; the destination's
@@ -51,8 +52,8 @@ REACH_DEADLINE_S = 300.0
 RUN_DEADLINE_S = 420.0
 
 
-PAUSES = ["write:1", "commit-job-committed:2", "commit-logged:3"]
-FILES = 5  # batches 0..4: one before the first kill, one after the last
+PAUSES = ["write:0", "commit-job-committed:1", "commit-logged:2"]
+FILES = 3  # batch 2 is also the log's first compaction (compactInterval=3)
 
 
 @dataclass
@@ -270,7 +271,11 @@ def killed_queries(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 def check(killed: dict[str, tuple[Query, list[str]]], name: str) -> None:
     query, notes = killed[name]
     counts = assert_exactly_once(query)
+    store = open_store(query.dest, query.config)
+    batch_log = streaming.BatchLog(store, store.strip(query.dest))
+    listing = sorted(i.name for i in store.list_dir(batch_log.dir) if not i.is_dir)
     print(f"\n{query.dest}:\n  " + "\n  ".join(notes) +
+          f"\n  batch log: {', '.join(listing)}; job records: {len(batch_log.jobs())}"
           f"\n  rows in/out per batch: {dict(sorted(counts.items()))}")
 
 
