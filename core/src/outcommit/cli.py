@@ -205,7 +205,7 @@ def cmd_uploads(args: argparse.Namespace) -> int:
 
     results = []
     log = logging.getLogger("outcommit.cli")
-    progress = Progress("aborting uploads", len(uploads), log)
+    progress = Progress("aborting uploads", len(uploads), log, unit="upload")
     for outcome in outcomes(lambda u: multipart.abort(u.path, u.upload_id), uploads, 16):
         results.append(as_json(outcome.item, aborted=bool(outcome.result),
                                error=str(outcome.error) if outcome.error else None))
@@ -324,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .progress import show_bars
+
+    show_bars(sys.stderr.isatty())  # a live bar for long stages, on a terminal only
     try:
         result: Any = args.func(args)
         sys.stdout.flush()
