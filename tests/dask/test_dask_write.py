@@ -114,14 +114,75 @@ def test_a_crashed_worker_reruns_its_partition_exactly_once(cluster: Any, target
           f"executions {sorted((r.task_index, r.attempt) for r in result.results)}")
 
 
-def test_a_failed_write_leaves_nothing(target: Any, tmp_path: Path) -> None:
+def test_a_failed_execution_is_run_again_by_the_client(target: Any, tmp_path: Path) -> None:
     import outcommit.dask
 
     url, config, committer = target
-    with pytest.raises(Exception, match="injected failure"):
+    result = outcommit.dask.to_parquet(ddf(), url, committer=committer, config=config, max_rows_per_file=100,
+                                       fail_partition_once=2, marker_dir=str(tmp_path), scheduler="threads")
+    assert_exactly_once(url, config, committer)
+    assert result.summary.metrics["dask.partition.reruns"] == 1
+
+
+def test_a_failed_write_leaves_nothing(target: Any, tmp_path: Path) -> None:
+    """Partition 2 fails and is not retried; the others have ended before the client aborts."""
+    import outcommit.dask
+
+    url, config, committer = target
+    with pytest.raises(Exception, match="partition 2: InjectedFailure: injected failure"):
         outcommit.dask.to_parquet(ddf(), url, committer=committer, config=config, max_rows_per_file=100,
-                                  fail_partition_once=2, marker_dir=str(tmp_path), scheduler="threads")
+                                  fail_partition_once=2, marker_dir=str(tmp_path), max_attempts=1,
+                                  scheduler="threads")
     store = open_store(url, config)
     assert visible_files(store, store.strip(url)) == {}
     assert leftovers(store, store.strip(url)) == []
     assert not store.exists(store.join(store.strip(url), "_SUCCESS"))
+
+
+
+def test_an_upstream_failure_aborts_only_once_every_partition_ended(
+        target: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partition 3's input fails while partition 1's write task is running: the threaded
+    scheduler raises at once, but the client must abort only once partition 1 has ended
+    (else its files land in a job already aborted and cleaned up). The timing is forced
+    by wrapping the real partition write: it starts, waits for the failure, then writes."""
+    import threading
+
+    import outcommit.dask
+    from dask import delayed
+
+    url, config, committer = target
+    writing, failed, ended = threading.Event(), threading.Event(), threading.Event()
+    rows = frame()
+    real_write = outcommit.dask._write_attempt
+
+    def write_after_the_failure(part: Any, plan: Any, index: int) -> Any:
+        if index != 1:
+            return real_write(part, plan, index)
+        writing.set()
+        failed.wait(60)
+        try:
+            return real_write(part, plan, index)
+        finally:
+            ended.set()
+
+    def load(index: int) -> Any:
+        if index == 3:
+            writing.wait(60)
+            failed.set()
+            raise ValueError("input of partition 3 is unreadable")
+        return rows.iloc[index * 300:(index + 1) * 300]
+
+    monkeypatch.setattr(outcommit.dask, "_write_attempt", write_after_the_failure)
+    parts = dd.from_delayed([delayed(load)(i) for i in range(PARTITIONS)], meta=rows.iloc[:0])
+    with pytest.raises(ValueError, match="input of partition 3"):
+        outcommit.dask.to_parquet(parts, url, committer=committer, config=config, max_rows_per_file=100,
+                                  scheduler="threads", num_workers=PARTITIONS)
+    assert writing.is_set() and failed.is_set(), "partition 1 was not writing when partition 3 failed"
+    ended_before_abort = ended.is_set()
+    ended.wait(60)  # a straggler's files, if any, are there now
+    store = open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {}
+    assert leftovers(store, store.strip(url)) == []
+    assert not store.exists(store.join(store.strip(url), "_SUCCESS"))
+    assert ended_before_abort

@@ -11,10 +11,16 @@ client commits the attempts that wait for it and the job, with exactly the resul
 computation returned; on any failure it aborts and cleans up.
 
 Dask tells a task neither its attempt nor whether it ran before: a partition recomputed
-after a lost worker (or a ``retries=`` retry) runs again from scratch. Each execution
-therefore draws its own attempt number (random, distinct with overwhelming probability),
-so a re-run never writes into a dead execution's work area; the client's result holds
-one execution per partition, and job commit and cleanup remove the others' leftovers.
+after a lost worker runs again from scratch. Each execution therefore draws its own
+attempt number (random, distinct with overwhelming probability), so a re-run never
+writes into a dead execution's work area; the client's result holds one execution per
+partition, and job commit and cleanup remove the others' leftovers.
+
+No task may still be writing when the client aborts (a straggler writing into a job
+directory being deleted can survive the deletion). Dask's schedulers raise at the first
+failed task and leave the others running, so a partition task never raises: it returns
+its failure, every task has ended when the computation returns, and the client retries
+failed partitions itself (``max_attempts``), each retry a new execution.
 
 Dask is imported only when a function here is called: ``outcommit`` never needs it.
 """
@@ -25,13 +31,14 @@ import logging
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from .context import JobContext
 from .engine.tasks import AttemptResult, WriteSettings, job_messages, write_attempt
 from .engine.writer import FORMATS
-from .errors import ConfigError, InjectedFailure
+from .errors import CommitError, ConfigError, InjectedFailure
 from .factory import create_committer, open_store
 from .store import Store
 from .success import SuccessData
@@ -58,6 +65,14 @@ class _Plan:
     marker_dir: str = ""
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """A partition execution that failed: the client decides (retry, or abort the job)."""
+
+    index: int
+    error: str
+
+
 @dataclass
 class DaskWrite:
     """The outcome of a write: the job's ``_SUCCESS`` data and the attempts committed."""
@@ -82,8 +97,16 @@ def _first_execution(plan: _Plan, index: int) -> bool:
         return False
 
 
-def _write_partition(frame: Any, plan: _Plan, index: int) -> AttemptResult:
-    """One execution of one partition: a task attempt with its own attempt number."""
+def _write_partition(frame: Any, plan: _Plan, index: int) -> AttemptResult | _Failure:
+    """One execution of one partition; a failure is returned, never raised (module docs)."""
+    try:
+        return _write_attempt(frame, plan, index)
+    except Exception as exc:  # write_attempt cleaned up after itself (an injected "kill" did not)
+        return _Failure(index, f"{type(exc).__name__}: {exc}")
+
+
+def _write_attempt(frame: Any, plan: _Plan, index: int) -> AttemptResult:
+    """A task attempt with its own attempt number."""
     import pyarrow as pa
 
     committer = create_committer(plan.destination, plan.config, plan.committer,
@@ -108,22 +131,77 @@ def _write_partition(frame: Any, plan: _Plan, index: int) -> AttemptResult:
     return result
 
 
+def _compute_all(tasks: list[Any], compute_kwargs: dict[str, Any]) -> list[Any]:
+    """Every task's outcome, returned only once every task has ended.
+
+    With a distributed client (the active one, unless ``scheduler=`` names another), a
+    worker lost more often than the scheduler allows, or a failed upstream task, fails
+    its task while others still run: wait for all of them, then collect each outcome.
+    Dask's threaded scheduler raises at the first failed upstream task with the others
+    still running in its shared pool: it gets a pool of ours, and the call returns or
+    raises only once that pool has finished every task it started.
+    """
+    from dask.base import compute as dask_compute
+
+    compute: Any = dask_compute  # dask's functions are untyped
+    scheduler = compute_kwargs.get("scheduler")
+    client = None
+    if scheduler is None:
+        try:
+            from distributed import Client
+
+            current: Any = Client.current  # distributed's functions are untyped
+            client = current()
+        except (ImportError, ValueError):
+            client = None
+    if client is not None:
+        from distributed import wait as distributed_wait
+
+        wait: Any = distributed_wait
+        futures = client.compute(tasks, **compute_kwargs)
+        wait(futures)
+        return [f.result() if f.status == "finished" else _Failure(-1, f"{f.exception()!r}")
+                for f in futures]
+    if scheduler is None:
+        import dask
+
+        configured: Any = dask.config.get  # dask's functions are untyped
+        scheduler = configured("scheduler", None) or "threads"
+    pool: ThreadPoolExecutor | None = None
+    if "pool" not in compute_kwargs and scheduler in ("threads", "threading"):
+        # (the process scheduler already waits for its own pool; the synchronous one has none)
+        import dask.threaded
+
+        pool_class: type[ThreadPoolExecutor] = getattr(  # dask >= 2025 carries contextvars
+            dask.threaded, "ContextAwareThreadPoolExecutor", ThreadPoolExecutor)
+        pool = pool_class(int(compute_kwargs.pop("num_workers", 0) or os.cpu_count() or 1))
+        compute_kwargs.update(scheduler=scheduler, pool=pool)
+    try:
+        return list(compute(*tasks, **compute_kwargs))
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
 def write(ddf: Any, destination: str, *, committer: str | None = None,
           config: Mapping[str, Any] | None = None, format: str = "parquet",
           partition_by: Sequence[str] = (), max_rows_per_file: int = 0, max_bytes_per_file: int = 0,
-          file_options: Mapping[str, Any] | None = None, fail_partition_once: int | None = None,
-          failure: str = "raise", marker_dir: str = "", **compute_kwargs: Any) -> DaskWrite:
+          file_options: Mapping[str, Any] | None = None, max_attempts: int = 2,
+          fail_partition_once: int | None = None, failure: str = "raise", marker_dir: str = "",
+          **compute_kwargs: Any) -> DaskWrite:
     """Write every partition of the Dask DataFrame ``ddf`` to ``destination``, exactly once.
 
-    ``compute_kwargs`` go to ``dask.compute`` (``scheduler=``, ``retries=`` with a
-    distributed client, ...). ``fail_partition_once``/``failure``/``marker_dir`` are a
-    test hook: the first execution of that partition dies after writing a file.
+    A partition whose execution fails is run again, up to ``max_attempts`` executions
+    (a lost worker's task is re-run by Dask's scheduler itself). ``compute_kwargs`` go to
+    ``dask.compute`` or the distributed client's ``compute`` (``scheduler=``, ...).
+    ``fail_partition_once``/``failure``/``marker_dir`` are a test hook: the first
+    execution of that partition dies after writing a file.
     """
-    from dask.base import compute as dask_compute
     from dask.delayed import delayed as dask_delayed
 
     delayed: Any = dask_delayed  # dask's functions are untyped
-    compute: Any = dask_compute
+    if max_attempts < 1:
+        raise ConfigError(f"max_attempts={max_attempts}: at least 1")
     if format not in FORMATS:
         raise ConfigError(f"format={format!r}: use one of {', '.join(FORMATS)}")
     if fail_partition_once is not None and not marker_dir:
@@ -139,13 +217,33 @@ def write(ddf: Any, destination: str, *, committer: str | None = None,
     log.info("job %s: writing %d partitions to %s with %s (%s)", job.job_id, ddf.npartitions,
              destination, the_committer.name, the_committer.selection)
     try:
-        tasks = [delayed(_write_partition, pure=False)(part, plan, index)
-                 for index, part in enumerate(ddf.to_delayed())]
-        results: list[AttemptResult] = list(compute(*tasks, **compute_kwargs))
+        parts = ddf.to_delayed()
+        done: dict[int, AttemptResult] = {}
+        pending, executions, reruns = list(range(len(parts))), 0, 0
+        failures: list[str] = []
+        while pending and executions < max_attempts:
+            reruns += len(pending) if executions else 0
+            executions += 1
+            tasks = [delayed(_write_partition, pure=False)(parts[i], plan, i) for i in pending]
+            outcomes = _compute_all(tasks, dict(compute_kwargs))
+            failures = []
+            for index, outcome in zip(pending, outcomes, strict=True):
+                if isinstance(outcome, AttemptResult):
+                    done[index] = outcome
+                else:
+                    failures.append(f"partition {index}: {outcome.error}")
+                    log.warning("job %s: partition %d failed (execution %d of at most %d): %s",
+                                job.job_id, index, executions, max_attempts, outcome.error)
+            pending = [i for i in pending if i not in done]
+        if pending:
+            raise CommitError(f"job {job.job_id}: {len(pending)} partitions failed {max_attempts} "
+                              f"times: {failures[0]}")
+        results = [done[i] for i in sorted(done)]
         the_committer.add_metrics({"rows.written": sum(r.rows for r in results),
                                    "files.written": sum(len(r.files) for r in results),
                                    "bytes.written": sum(r.bytes for r in results),
-                                   "dask.partitions": len(results)})
+                                   "dask.partitions": len(results),
+                                   "dask.partition.reruns": reruns})
         summary = the_committer.commit_job(job, job_messages(the_committer, job, results))
     except BaseException:
         log.warning("job %s: the write to %s failed: aborting", job.job_id, destination)
