@@ -17,7 +17,6 @@ from outcommit.paths import is_inside, relative_to
 from outcommit.progress import Progress
 from outcommit.store import Store
 
-from ..multipart import multipart_etag
 from .files import Expectations, PendingCommit, salvage_commits
 
 Logger = logging.Logger | logging.LoggerAdapter  # type: ignore[type-arg]
@@ -72,9 +71,7 @@ class CommitOperations:
 
     def is_completed(self, commit: PendingCommit) -> bool:
         """Does the destination object carry exactly these parts (completed by this job)?"""
-        expected = multipart_etag(commit.etags) if commit.etags else None
-        current = self.store.info(commit.path)
-        return current is not None and expected is not None and current.etag == expected
+        return bool(commit.etags) and self.mp.holds(commit.path, commit.upload_id, commit.etags)
 
     def check_completable(self, commits: Sequence[PendingCommit]) -> None:
         """Before old data is deleted: every upload is still pending (or already ours).
