@@ -43,6 +43,9 @@ class MultipartUploads(abc.ABC):
     max_parts: int = 10_000
     max_part_size: int = 5 * 1024**3
     max_object_size: int = 5 * 1024**4
+    #: ``abort`` frees an upload's parts (S3). False where nothing can be aborted alone
+    #: (Azure block lists): then nobody reads pending files only to abort them.
+    abortable: bool = True
 
     @abc.abstractmethod
     def initiate(self, path: str) -> str:
@@ -60,6 +63,10 @@ class MultipartUploads(abc.ABC):
         Completing an upload already completed with the same parts is success.
         With ``if_none_match`` an existing object is not replaced (FileExistsError).
         """
+
+    def check_parts(self, upload_id: str, etags: Sequence[str]) -> None:
+        """Refuse (ValueError) part ids this upload cannot have made: checked for every
+        loaded pending file before anything is completed. The default checks nothing."""
 
     def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
         """Proof that the object at ``path`` is this upload completed with exactly these parts.
@@ -88,9 +95,10 @@ class BlockLists(MultipartUploads):
       names the blocks of one write (no request), and ``upload_part`` stages one block;
     * ``complete`` commits the block list, which also discards every other uncommitted
       block staged for that name (another attempt's, another job's);
-    * ``abort`` cannot remove one upload's blocks alone: it removes a name's uncommitted
-      blocks only where nothing is committed there, and otherwise leaves them to the
-      service, which discards them when a block list is next committed for the name, or
-      after its retention period (Azure: seven days);
+    * ``abort`` cannot remove one upload's blocks alone (``abortable`` is False): the
+      service discards a name's uncommitted blocks when a block list is next committed for
+      the name, or after its retention period (Azure: seven days);
     * ``list_pending`` lists names that have uncommitted blocks and no committed object.
     """
+
+    abortable = False

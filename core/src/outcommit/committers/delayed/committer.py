@@ -66,6 +66,9 @@ class DelayedCompletionCommitter(Committer):
     abort_pending_key: ClassVar[str] = ""
     #: Key: task messages carry up to this many commits inline, else a digest-checked reference.
     inline_limit_key: ClassVar[str] = ""
+    #: Complete with ``If-None-Match: *`` when the conflict mode is ``fail``: a file that
+    #: appears after the destination was checked is never replaced.
+    exclusive_completion: ClassVar[bool] = False
     #: Schemes a pending file's ``uri`` may name; the first is the one written.
     uri_schemes: ClassVar[tuple[str, ...]] = ("s3a", "s3", "s3n")
 
@@ -236,12 +239,18 @@ class DelayedCompletionCommitter(Committer):
                     else pendingsets.discover(layout, job, expect, self.threads))
             commits = [c for p in sets for c in p.commits]
             check_unique(commits, "pendingsets of the job")
+            for commit in commits:  # part ids the upload cannot have made: a tampered file
+                try:
+                    self.mp.check_parts(commit.upload_id, commit.etags)
+                except ValueError as exc:
+                    raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
             self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
             removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
                                         self.destination, log)
             progress = Progress("completing uploads", len(commits), log, self.config)
             try:
-                self.ops.complete_all(commits, progress)
+                self.ops.complete_all(commits, progress, if_none_match=self.exclusive_completion
+                                      and self.conflict_mode == "fail")
             finally:
                 progress.close()
             # The output is complete and visible: nothing below may fail the commit. The job
@@ -288,7 +297,8 @@ class DelayedCompletionCommitter(Committer):
                 log.warning("aborting pending uploads under %s failed", self.destination, exc_info=True)
                 state = f"failed: {type(exc).__name__}: {exc}"
         try:  # this job's own leftovers (uncommitted attempts), which no sweep covered
-            self.ops.abort(cleanup.known_commits(layout, self.expectations(job)), log)
+            if self.mp.abortable:
+                self.ops.abort(cleanup.known_commits(layout, self.expectations(job)), log)
         except Exception:
             log.warning("aborting the job's uncommitted uploads failed", exc_info=True)
         try:

@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 
-from outcommit.errors import CommitError, UploadGoneError
+from outcommit.errors import CommitError, DestinationExistsError, UploadGoneError
 from outcommit.multipart import MultipartUploads
 from outcommit.parallel import outcomes
 from outcommit.paths import is_inside, relative_to
@@ -31,11 +31,16 @@ class CommitOperations:
         self.dest = dest
         self.threads = threads
 
-    def complete_all(self, commits: Sequence[PendingCommit], progress: Progress | None = None) -> None:
-        """Complete every upload; the first failures are reported together, nothing is undone."""
+    def complete_all(self, commits: Sequence[PendingCommit], progress: Progress | None = None,
+                     if_none_match: bool = False) -> None:
+        """Complete every upload; the first failures are reported together, nothing is undone.
+
+        ``if_none_match``: an object that exists at a target (and is not this upload's own
+        earlier completion) is not replaced, atomically (DestinationExistsError).
+        """
         def complete(commit: PendingCommit) -> str:
             relative_to(commit.path, self.dest)  # containment, again, right before acting
-            return self.mp.complete(commit.path, commit.upload_id, commit.etags)
+            return self.mp.complete(commit.path, commit.upload_id, commit.etags, if_none_match)
 
         failures = []
         for outcome in outcomes(complete, commits, self.threads, "outcommit-complete"):
@@ -43,6 +48,13 @@ class CommitOperations:
                 failures.append((outcome.item, outcome.error))
             if progress is not None:
                 progress.advance()
+        taken = [(c, e) for c, e in failures if isinstance(e, FileExistsError)]
+        if taken:
+            commit, existing = taken[0]
+            raise DestinationExistsError(
+                f"{len(taken)} files appeared in the destination during job commit, e.g. "
+                f"{self.store.url(commit.path)}, and the conflict mode is 'fail': they were not "
+                "replaced. abort_job removes what this job completed") from existing
         if failures:
             commit, error = failures[0]
             raise CommitError(f"{len(failures)} of {len(commits)} uploads could not be completed, e.g. "
