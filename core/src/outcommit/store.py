@@ -176,7 +176,12 @@ class Store:
             found = self.fs.find(path, detail=True, withdirs=False)
         except FileNotFoundError:
             return []
-        return sorted((self._to_info(e) for e in found.values() if e.get("type") != "directory"),
+        # Only what is below ``path``: some fsspec releases (gcsfs < 2024.9) answer a find of
+        # ``.../dataset1`` with a prefix search that also returns ``.../dataset10/...``.
+        own = path.rstrip("/")
+        below = own + "/"
+        return sorted((self._to_info(e) for e in found.values() if e.get("type") != "directory"
+                       and (str(e["name"]).startswith(below) or str(e["name"]) == own)),
                       key=lambda i: i.path)
 
     def open(self, path: str, mode: str = "rb", **kwargs: Any) -> IO[bytes]:
