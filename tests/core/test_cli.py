@@ -60,10 +60,13 @@ def test_every_command_has_json_and_examples() -> None:
 
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    for name in ("plugins", "config", "capabilities", "success", "uploads"):
-        help_text = commands[name].format_help()
-        assert "--json" in help_text and "examples:\n  outcommit " + name in help_text
+    assert {"plugins", "config", "capabilities", "success", "uploads", "demo"} <= set(commands)
+    for name, command in commands.items():               # plugins' commands too
+        help_text = command.format_help()
+        assert "--json" in help_text and "examples:\n  outcommit " + name in help_text, name
         assert "``" not in help_text  # plain text, no raw RST
+        for action in command._actions:
+            assert action.help, f"outcommit {name}: {action.option_strings or action.dest} has no help"
 
 
 def test_a_closed_pipe_ends_quietly() -> None:

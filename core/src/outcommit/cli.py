@@ -205,7 +205,7 @@ def cmd_uploads(args: argparse.Namespace) -> int:
 
     results = []
     log = logging.getLogger("outcommit.cli")
-    progress = Progress("aborting uploads", len(uploads), log)
+    progress = Progress("aborting uploads", len(uploads), log, unit="upload")
     for outcome in outcomes(lambda u: multipart.abort(u.path, u.upload_id), uploads, 16):
         results.append(as_json(outcome.item, aborted=bool(outcome.result),
                                error=str(outcome.error) if outcome.error else None))
@@ -238,6 +238,8 @@ class Command:
     target: str
     arguments: str | None = None
     plugin: str = ""
+    #: Example command lines shown by ``--help`` (one per line, without the indent).
+    examples: str = ""
 
     def load(self, spec: str) -> Any:
         module, _, function = spec.partition(":")
@@ -314,7 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in sorted(get_registry().commands().values(), key=lambda c: c.name):
         p = sub.add_parser(command.name, help=f"{command.help} (from plugin {command.plugin})",
-                           description=command.help)
+                           description=command.help[0].upper() + command.help[1:] + ".",
+                           epilog="examples:\n" + "".join(f"  {line}\n" for line in
+                                                            command.examples.splitlines()),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         if command.arguments:
             command.load(command.arguments)(p)
         p.set_defaults(func=lambda args, _c=command: _c.load(_c.target)(args))
@@ -324,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .progress import show_bars
+
+    show_bars(sys.stderr.isatty())  # a live bar for long stages, on a terminal only
     try:
         result: Any = args.func(args)
         sys.stdout.flush()

@@ -15,8 +15,11 @@ from typing import Any
 from .config import Config
 
 INTERVAL_KEY = "outcommit.progress.interval-seconds"
+BAR_KEY = "outcommit.progress.bar"
 CONFIG_KEYS = {INTERVAL_KEY: "log job-commit progress (files done/total, rate, ETA) at most this "
-                             "often, in seconds (default 10; 0: never)"}
+                             "often, in seconds (default 10; 0: never)",
+               BAR_KEY: "also draw a live progress bar (tqdm, on stderr) for job commits "
+                        "(default false; the CLI and the demo turn it on on a terminal)"}
 
 _bars_on = False
 
@@ -31,19 +34,21 @@ class Progress:
     """One stage's progress; thread-safe ``advance``; ``close`` logs the final line."""
 
     def __init__(self, what: str, total: int, log: logging.Logger | logging.LoggerAdapter,  # type: ignore[type-arg]
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, unit: str = "file") -> None:
         self.what = what
+        self.unit = unit
         self.total = total
         self.log = log
-        self.interval = (config or Config()).get_int(INTERVAL_KEY, 10, minimum=0)
+        config = config or Config()
+        self.interval = config.get_int(INTERVAL_KEY, 10, minimum=0)
         self.done = 0
         self.started = self._last = time.monotonic()
         self._lock = threading.Lock()
         self._bar: Any = None
-        if _bars_on and total > 0:
+        if (_bars_on or config.get_bool(BAR_KEY, False)) and total > 0:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=what, unit="file", leave=False, dynamic_ncols=True)
+            self._bar = tqdm(total=total, desc=what, unit=unit, leave=False, dynamic_ncols=True)
 
     def advance(self, count: int = 1) -> None:
         with self._lock:
@@ -62,11 +67,12 @@ class Progress:
         rate = self.done / elapsed
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
         eta_text = f"{eta:.0f} s" if eta != float("inf") else "?"
-        return (f"{self.what}: {self.done}/{self.total} files ({100 * self.done / max(self.total, 1):.0f}%),"
-                f" {rate:.0f} files/s, ETA {eta_text}")
+        return (f"{self.what}: {self.done}/{self.total} {self.unit}s "
+                f"({100 * self.done / max(self.total, 1):.0f}%), {rate:.0f} {self.unit}s/s, ETA {eta_text}")
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
         if self.total:
-            self.log.info("%s: %d files in %.1f s", self.what, self.done, time.monotonic() - self.started)
+            self.log.info("%s: %d %ss in %.1f s", self.what, self.done, self.unit,
+                          time.monotonic() - self.started)

@@ -198,7 +198,8 @@ class FileOutputCommitterV1(FileOutputCommitter):
                          len(published.entries))
             files = sorted({self.store.url(e.dest) for e in published.entries}
                            | {self.store.url(dest) for _, dest in waiting})
-            progress = Progress("merging committed tasks", len(task_dirs), log, self.config)
+            progress = Progress("merging committed tasks", len(task_dirs), log, self.config,
+                                unit="task")
             try:
                 for task_dir in task_dirs:
                     for child in self.store.list_dir(task_dir):
