@@ -204,3 +204,19 @@ def test_repeated_job_commit_recognises_its_own_files(azure_root: str, azure_con
     committer.commit_job(job, [message])  # If-None-Match refuses; the block list proves ours
     view = open_store(azure_root, azure_config)
     assert visible_files(view, view.strip(azure_root)) == {f"f{i}.bin": b"%d" % i for i in range(4)}
+
+
+def test_uploads_cli_lists_uncommitted_names_and_says_why_it_cannot_abort(
+        azure_root: str, azure_config: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    from outcommit.cli import main
+
+    store = open_store(azure_root, azure_config)
+    blocks = store.block_lists()
+    assert blocks is not None
+    path = f"{store.strip(azure_root)}/staged.bin"
+    blocks.upload_part(path, blocks.initiate(path), 1, b"never committed")
+    conf = [arg for key, value in azure_config.items() for arg in ("--conf", f"{key}={value}")]
+    assert main(["uploads", "list", azure_root, *conf]) == 0
+    assert f"{azure_root}/staged.bin" in capsys.readouterr().out
+    assert main(["uploads", "abort", azure_root, "--force", *conf]) == 2
+    assert "cannot abort uncommitted blocks" in capsys.readouterr().err

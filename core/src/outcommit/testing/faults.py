@@ -22,7 +22,8 @@ from ..errors import InjectedFault
 from ..multipart import BlockLists, MultipartUploads, PendingUpload
 from ..store import Store
 
-# Store operations that can fail; multipart ones are named "multipart.<method>".
+# Store operations that can fail; multipart ones are named "multipart.<method>", block-list
+# ones (Azure) "blocklist.<method>".
 STORE_OPERATIONS = (
     "info", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
     "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete", "delete_empty_dir",
