@@ -278,3 +278,53 @@ def test_duckdb_reads_exactly_the_committed_batches(where: str, request: pytest.
                              [[store.url(f.path) for f in store.list_files(store.strip(url))
                                if f.path.endswith(".parquet") and "/_" not in f.path]]).fetchone()
     assert everything == (3 * ROWS,), "the interrupted batch's files are in the directory"
+
+
+def test_outcommit_read_reads_a_streaming_destination_through_its_log(target: Any) -> None:
+    """outcommit.read (the batch jobs' reader) on a streaming destination: no _SUCCESS there,
+    and an interrupted batch's files sit beside the committed ones, not hidden."""
+    import outcommit.read
+
+    url, config, _ = target
+
+    def die(step: str, batch_id: int) -> None:
+        if (step, batch_id) == ("job-committed", 1):
+            raise Died
+
+    sink = sink_for(target, on_step=die)
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    with pytest.raises(Died):
+        sink.commit_batch(1, run_batch(sink, "run-a", 1))  # published, never logged
+    store = open_store(url, config)
+    dest = store.strip(url)
+    assert not store.exists(store.join(dest, "_SUCCESS"))
+    in_directory = sorted(store.url(store.join(dest, rel)) for rel in visible_files(store, dest))
+    logged = streaming.committed_files(url, config)
+    assert len(in_directory) > len(logged) > 0, "the interrupted batch published nothing"
+    for require_success in (True, False):
+        assert outcommit.read.committed_files(url, config, require_success=require_success) == sorted(logged)
+    table = outcommit.read.dataset(url, config).to_table()
+    assert sorted(table.column("id").to_pylist()) == expected_ids(range(1))[0]
+    assert table.num_rows == ROWS
+
+
+def test_the_streaming_reader_refuses_a_destination_without_a_log(tmp_path: Path) -> None:
+    from outcommit import NotCommittedError
+
+    (tmp_path / "batch").mkdir()
+    (tmp_path / "batch" / "part-0.parquet").write_bytes(b"x")
+    with pytest.raises(NotCommittedError, match=r"no streaming query has written to .*outcommit\.read"):
+        streaming.committed_files(f"file://{tmp_path}/batch")
+    with pytest.raises(NotCommittedError, match="no streaming query"):
+        streaming.dataset(f"file://{tmp_path}/nowhere")
+
+
+def test_a_logged_file_that_is_gone_is_reported(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "v1")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    gone = streaming.committed_batches(url)[0].files[0].path
+    (tmp_path / "out" / gone).unlink()
+    with pytest.raises(CorruptFileError, match=r"names 1 file\(s\) that are gone"):
+        streaming.committed_files(url)
+    assert len(streaming.committed_files(url, verify=False)) == len(streaming.committed_batches(url)[0].files)
