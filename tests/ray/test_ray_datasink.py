@@ -126,3 +126,35 @@ def test_an_unsafe_committer_fails_before_any_task(ray_cluster: None, tmp_path: 
 
     with pytest.raises(UnknownCommitterError):
         outcommit.ray.Datasink(f"file://{tmp_path}/out", committer="no-such-committer")
+
+
+def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
+        ray_cluster: None, target: Any) -> None:
+    """Ray Data calls on_write_failed without waiting for the other tasks: one may still be
+    writing. Here a task's write (the sink's real ``write``, with Ray's real GCS) gets its
+    second block only after the driver aborted the job; it then closes a file."""
+    from types import SimpleNamespace
+
+    import outcommit.ray
+    from outcommit import CommitError
+
+    url, config, committer = target
+    sink = outcommit.ray.Datasink(url, committer=committer, config=config, max_rows_per_file=100)
+    sink.on_write_start()
+    aborted = []
+
+    def blocks() -> Iterator[pa.Table]:
+        yield table().slice(0, 250)  # files closed before the abort
+        sink.on_write_failed(RuntimeError("another task failed"))
+        aborted.append(True)
+        yield table().slice(250, 250)  # and after it
+
+    with pytest.raises(CommitError, match="was aborted while task 1 wrote|is not active"):
+        sink.write(blocks(), SimpleNamespace(task_idx=1))
+    assert aborted
+    store = open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {}
+    assert leftovers(store, store.strip(url)) == []
+    with pytest.raises(CommitError, match="writes nothing"):  # a task starting after the abort
+        sink.write(iter([table()]), SimpleNamespace(task_idx=2))
+    assert leftovers(store, store.strip(url)) == []

@@ -20,6 +20,15 @@ The lifecycle is the protocol's (docs/protocol.md, engines' duties):
   job commit and cleanup remove them;
 - ``on_write_failed`` (driver): abort and cleanup.
 
+A failed write does not wait for its other tasks: Ray Data cancels them (an interrupt,
+not a wait) and calls ``on_write_failed`` at once, so a task may still be writing when
+the job is aborted, and a file it closes afterwards would outlive the abort. So the
+driver marks the job aborted (a key in Ray's GCS key-value store) before it aborts, and
+a task checks that mark after writing (write, then check): a task that saw no mark
+wrote everything before the abort began, which removes it; a task that sees the mark
+aborts and cleans up the job itself (both idempotent) and fails. A task that sees the
+mark before writing writes nothing.
+
 Ray is imported only when ``Datasink`` is first used: ``outcommit`` never needs it.
 """
 
@@ -70,6 +79,40 @@ def task_attempt_number() -> int:
         return int(worker.core_worker.get_current_task_attempt_number())
     except Exception:
         return secrets.randbelow(1 << 30) + 1000
+
+
+_KV_NAMESPACE = "outcommit"
+
+
+def _abort_key(job_id: str) -> bytes:
+    return f"aborted/{job_id}".encode()
+
+
+def _mark_aborted(job_id: str) -> bool:
+    """Record in Ray's GCS that ``job_id`` is aborted (module docs); False where Ray cannot."""
+    try:
+        from ray.experimental import internal_kv
+
+        kv: Any = internal_kv  # Ray's key-value functions are untyped
+        if not kv._internal_kv_initialized():
+            return False
+        kv._internal_kv_put(_abort_key(job_id), b"1", namespace=_KV_NAMESPACE)
+        return True
+    except Exception:
+        log.warning("could not mark job %s aborted in Ray's GCS: a task still writing may leave "
+                    "files behind", job_id, exc_info=True)
+        return False
+
+
+def _is_aborted(job_id: str) -> bool:
+    try:
+        from ray.experimental import internal_kv
+
+        kv: Any = internal_kv
+        return bool(kv._internal_kv_initialized()
+                    and kv._internal_kv_exists(_abort_key(job_id), namespace=_KV_NAMESPACE))
+    except Exception:
+        return False
 
 
 class DatasinkBase:
@@ -150,6 +193,8 @@ class DatasinkBase:
             committer, job = self._committer()
             log.warning("job %s: the write to %s failed (%s): aborting", job.job_id, self.destination,
                         error)
+            # First the mark: a task still writing checks it after its last write.
+            _mark_aborted(job.job_id)
             # Every attempt's leftovers, also those of attempts that died without a result.
             committer.abort_job(job)
             committer.cleanup_job(job)
@@ -169,10 +214,23 @@ class DatasinkBase:
                 raise InjectedFailure(f"injected failure: Ray task {index} attempt {attempt} "
                                       f"dies after writing {closed} file(s)")
 
-        result = write_attempt(committer, job.task_attempt(index, attempt), _arrow_batches(blocks),
-                               self.settings, on_file)
-        if fail_now:
-            on_file(0, "", max(1, len(result.files)))
+        if _is_aborted(job.job_id):
+            raise CommitError(f"job {job.job_id} was aborted: task {index} writes nothing")
+        try:
+            result = write_attempt(committer, job.task_attempt(index, attempt), _arrow_batches(blocks),
+                                   self.settings, on_file)
+            if fail_now:
+                on_file(0, "", max(1, len(result.files)))
+        finally:
+            aborted = _is_aborted(job.job_id)  # write, then check (module docs)
+            if aborted:
+                log.warning("job %s was aborted while task %d attempt %d wrote: cleaning up after it",
+                            job.job_id, index, attempt)
+                committer.abort_job(job)
+                committer.cleanup_job(job)
+        if aborted:
+            raise CommitError(f"job {job.job_id} was aborted while task {index} wrote: its output "
+                              f"is removed")
         return result
 
     def get_name(self) -> str:
