@@ -82,6 +82,7 @@ def open_store(destination: str, config: Mapping[str, Any] | Config | None = Non
     url = normalise_url(destination)
     cfg = config if isinstance(config, Config) else Config(config or {})
     spec = get_registry().store_spec(scheme_of(url))
+    check_config(cfg)
     return spec.factory(url, cfg)
 
 
@@ -178,6 +179,7 @@ def describe_capabilities(destination: str, config: Mapping[str, Any] | None = N
     cfg = Config(config or {})
     registry = get_registry()
     spec = registry.store_spec(scheme_of(url))
+    check_config(cfg)
     store = spec.factory(url, cfg)
     safe = sorted(n for n, s in registry.committers().items()
                   if not store.capabilities.missing(s.requires))

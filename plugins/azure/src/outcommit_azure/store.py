@@ -232,12 +232,21 @@ class AzureStore(Store):
         except ImportError:
             raise ConfigError("this account has a hierarchical namespace: install "
                               "outcommit-azure[hns] for its atomic rename") from None
-        if not overwrite and self.exists(dst):
-            raise FileExistsError(f"rename destination exists: {dst}")
+        from azure.core import MatchConditions
+        from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+
         blob_url = self.service.url.rstrip("/")
         dfs = DataLakeServiceClient(blob_url.replace(".blob.", ".dfs."), credential=self.service.credential)
         container, _, path = src.partition("/")
-        dfs.get_file_system_client(container).get_file_client(path).rename_file(dst)
+        # Optimistic, as ABFS renames: no request before the rename; If-None-Match: * on the
+        # destination makes the service refuse an existing one atomically (409/412).
+        conditions: dict[str, Any] = {} if overwrite else {"match_condition": MatchConditions.IfMissing}
+        try:
+            dfs.get_file_system_client(container).get_file_client(path).rename_file(dst, **conditions)
+        except ResourceNotFoundError:
+            raise FileNotFoundError(f"rename source missing: {src}") from None
+        except (ResourceExistsError, ResourceModifiedError):
+            raise FileExistsError(f"rename destination exists: {dst}") from None
 
     def rename_dir(self, src: str, dst: str) -> None:
         """Blob: blob by blob (O(files), not atomic: why ``v1`` is refused); HNS: one call."""
