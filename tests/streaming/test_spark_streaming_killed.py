@@ -274,9 +274,13 @@ def check(killed: dict[str, tuple[Query, list[str]]], name: str) -> None:
     store = open_store(query.dest, query.config)
     batch_log = streaming.BatchLog(store, store.strip(query.dest))
     listing = sorted(i.name for i in store.list_dir(batch_log.dir) if not i.is_dir)
+    batches = [f"batch {e.batch_id}: {len(e.files)} files, {e.rows} rows (job {e.job_id})"
+               for e in batch_log.entries()]
     print(f"\n{query.dest}:\n  " + "\n  ".join(notes) +
           f"\n  batch log: {', '.join(listing)}; job records: {len(batch_log.jobs())}"
-          f"\n  rows in/out per batch: {dict(sorted(counts.items()))}")
+          "\n  " + "\n  ".join(batches) +
+          f"\n  rows in/out per batch: {dict(sorted(counts.items()))}; total in "
+          f"{sum(i for i, _ in counts.values())}, out {sum(o for _, o in counts.values())}")
 
 
 def test_killed_driver_restarts_exactly_once_on_file(killed_queries: Any) -> None:
