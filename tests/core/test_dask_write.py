@@ -148,8 +148,9 @@ def test_an_upstream_failure_aborts_only_once_every_partition_ended(
     by wrapping the real partition write: it starts, waits for the failure, then writes."""
     import threading
 
-    import outcommit.dask
     from dask import delayed
+
+    import outcommit.dask
 
     url, config, committer = target
     writing, failed, ended = threading.Event(), threading.Event(), threading.Event()

@@ -149,7 +149,7 @@ def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
         aborted.append(True)
         yield table().slice(250, 250)  # and after it
 
-    with pytest.raises(CommitError, match="was aborted while task 1 wrote|is not active"):
+    with pytest.raises(CommitError, match=r"was aborted while task 1 wrote|is not active"):
         sink.write(blocks(), SimpleNamespace(task_idx=1))
     assert aborted
     store = open_store(url, config)
