@@ -274,7 +274,7 @@ def check(killed: dict[str, tuple[Query, list[str]]], name: str) -> None:
     store = open_store(query.dest, query.config)
     batch_log = streaming.BatchLog(store, store.strip(query.dest))
     listing = sorted(i.name for i in store.list_dir(batch_log.dir) if not i.is_dir)
-    batches = [f"batch {e.batch_id}: {len(e.files)} files, {e.rows} rows (job {e.job_id})"
+    batches = [f"batch {e.batch_id}: {len(e.files)} files, {e.rows} rows ({e.committer}, job {e.job_id})"
                for e in batch_log.entries()]
     print(f"\n{query.dest}:\n  " + "\n  ".join(notes) +
           f"\n  batch log: {', '.join(listing)}; job records: {len(batch_log.jobs())}"
