@@ -170,7 +170,8 @@ def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
     url, config, committer = target
     flags = tmp_path / "flags"
     flags.mkdir()
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers run this module's code (Ray's own cloudpickle)
+    # workers run this module's code (shipped by value with Ray's own cloudpickle)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     request.addfinalizer(lambda: cloudpickle.unregister_pickle_by_value(sys.modules[__name__]))
     sink = outcommit.ray.Datasink(url, committer=committer, config=config, max_rows_per_file=100)
     sink.on_write_start()
