@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import io
 import json
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -156,28 +158,45 @@ class Rule:
 
 
 class _UpstreamPool:
-    """Keep-alive connections to the server, reused across client connections."""
+    """Keep-alive connections to the server, reused across client connections.
+
+    An idle connection is dropped before the server's own keep-alive timeout can close
+    it under a request (Node's, so Azurite's, is 5 s): a request never meets a stale one.
+    """
+
+    IDLE_SECONDS = 2.0
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[tuple[http.client.HTTPConnection, float]] = []
         self._lock = threading.Lock()
 
-    def acquire(self) -> tuple[http.client.HTTPConnection, bool]:
-        """A connection and whether it was used before (a reused one may have gone stale)."""
+    def acquire(self, fresh: bool = False) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection and whether it was used before."""
+        stale: list[http.client.HTTPConnection] = []
+        chosen = None
         with self._lock:
-            if self._idle:
-                return self._idle.pop(), True
+            now = time.monotonic()
+            while self._idle and not fresh:
+                conn, since = self._idle.pop()
+                if now - since < self.IDLE_SECONDS:
+                    chosen = conn
+                    break
+                stale.append(conn)
+        for conn in stale:
+            conn.close()
+        if chosen is not None:
+            return chosen, True
         return http.client.HTTPConnection(self.host, self.port, timeout=_UPSTREAM_TIMEOUT), False
 
     def release(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
-            self._idle.append(conn)
+            self._idle.append((conn, time.monotonic()))
 
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn, _ in idle:
             conn.close()
 
 
@@ -193,16 +212,18 @@ class FaultProxy:
         self.delay_ms = float(delay_ms)
         self.rules: list[Rule] = []
         self.requests = 0
+        self.upstream_errors: list[str] = []
         self._lock = threading.Lock()
         self._pool = _UpstreamPool(parts.hostname, parts.port)
         self._server = _Server((host, port), _handler_for(self))
+        self._server.proxy = self
         self._thread: threading.Thread | None = None
 
     # -- life cycle ------------------------------------------------------------------
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> FaultProxy:
         self._thread = threading.Thread(target=self._server.serve_forever, name="faultproxy",
@@ -238,6 +259,11 @@ class FaultProxy:
         with self._lock:
             self.rules = []
 
+    def note_upstream_error(self, method: str, path: str, exc: BaseException) -> None:
+        """A failure of the proxy itself (not an injected fault): a cell seeing one is void."""
+        with self._lock:
+            self.upstream_errors.append(f"{method} {path}: {type(exc).__name__}: {exc}")
+
     def rewrite(self, location: str) -> str:
         """A server URL in a response header (resumable upload URLs) made to point here."""
         return self.url + location[len(self.upstream):] if location.startswith(self.upstream) else location
@@ -259,7 +285,7 @@ class FaultProxy:
                 body: bytes) -> tuple[int, str, list[tuple[str, str]], bytes]:
         """Send the request upstream on a pooled connection; (status, reason, headers, body)."""
         for attempt in (1, 2):
-            conn, reused = self._pool.acquire()
+            conn, reused = self._pool.acquire(fresh=attempt > 1)
             try:
                 conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
                 for name, value in headers:
@@ -268,9 +294,13 @@ class FaultProxy:
                 _ack_at_once(conn)
                 response = conn.getresponse()
                 data = response.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            except TimeoutError:
                 conn.close()
-                # A pooled connection the server had closed while idle: once more on a new one.
+                raise  # the server may have acted: never sent twice
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                # A pooled connection the server closed while it was idle (a keep-alive
+                # timeout racing our request): once more, on a new connection.
                 if reused and attempt == 1:
                     continue
                 raise
@@ -303,14 +333,18 @@ def _ack_at_once(conn: http.client.HTTPConnection) -> None:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # many client connections at once (benchmarks)
+    proxy: FaultProxy
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """Resets are the point of this server: no tracebacks for them."""
+        """No traceback: a client that goes away is normal here. Anything else is noted."""
+        exc = sys.exc_info()[1]
+        if exc is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
+            self.proxy.note_upstream_error("handler", str(client_address), exc)
 
 
 def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
     if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
             if size == 0:
@@ -331,12 +365,14 @@ def _abort_connection(handler: BaseHTTPRequestHandler) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     except OSError:
         pass
-    # Every file object on the socket must go, or close() leaves the descriptor open.
+    # Every file object on the socket must go, or close() leaves the descriptor open; the
+    # handler's own flush and finish() then write into nothing.
     for stream in (handler.rfile, handler.wfile):
         try:
             stream.close()
         except (OSError, ValueError):
             pass
+    handler.rfile, handler.wfile = io.BytesIO(), io.BytesIO()
     sock.close()
 
 
@@ -369,7 +405,8 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 headers.append(("Content-Length", str(len(body))))
             try:
                 status, reason, out_headers, data = proxy.forward(self.command, self.path, headers, body)
-            except OSError:
+            except (OSError, http.client.HTTPException) as exc:
+                proxy.note_upstream_error(self.command, self.path, exc)
                 _abort_connection(self)  # the server is gone: so is the answer
                 return
             if action is not None and action.kind == "drop-response":
@@ -388,9 +425,11 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, proxy.rewrite(value) if lower == "location" else value)
             if not head:
                 self.send_header("Content-Length", str(len(data)))
-            self._headers_buffer.append(b"\r\n")
+            # end_headers() with the body in the same buffer: one write for the whole answer.
+            pending: list[bytes] = self._headers_buffer  # type: ignore[attr-defined]
+            pending.append(b"\r\n")
             if data and not head:
-                self._headers_buffer.append(data)
+                pending.append(data)
             self.flush_headers()
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _proxy
