@@ -1,0 +1,213 @@
+"""Store bindings of the matrix: where each store lives and how every cell reaches it.
+
+A binding is one store scheme with a real backend: a temporary directory (``file``),
+fsspec's in-process memory (``memory``), the moto server (``s3``), Azurite (``azure``)
+and the GCS emulator (``gcs``). The three network stores are reached through a
+:class:`~outcommit_devtools.faultproxy.FaultProxy`, so a cell can inject HTTP faults;
+the proxy adds no latency here.
+
+Servers come from the caller (the test session's fixtures) or are started here (the
+command line); either way :func:`open_bindings` puts a proxy in front of each and
+creates the bucket/container every cell makes its own directory in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..faultproxy import FaultProxy
+
+STORES: tuple[str, ...] = ("file", "memory", "s3", "azure", "gcs")
+BUCKET = "outcommit-faultmatrix"
+
+
+@dataclass
+class Binding:
+    """One store binding: the URL root of the matrix in it and the config to reach it.
+
+    ``separate_processes``: whether a forked process sees the same data (``memory``
+    lives inside one interpreter, so driver kills cannot be tried there).
+    ``proxy``: the fault proxy in front of the server, None without a network layer.
+    ``container``: the bucket/container (or directory) holding ``root``, whose top
+    level every cell checks is left alone.
+    ``new_container``: creates a fresh bucket/container/directory and returns its URL
+    (for the bucket-root scenarios).
+    """
+
+    name: str
+    root: str
+    config: dict[str, str]
+    container: str = ""
+    separate_processes: bool = True
+    proxy: FaultProxy | None = None
+    new_container: Callable[[], str] = field(default=lambda: "", repr=False)
+    multipart_part_size: int = 0
+
+    def cell_root(self, slug: str) -> str:
+        """A fresh directory of one cell (unique per run, so cells never meet)."""
+        return f"{self.root.rstrip('/')}/{slug}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Servers:
+    """Running emulators; any may be None when its binding is not wanted."""
+
+    s3: Any = None
+    azure: Any = None
+    gcs: Any = None
+
+
+@contextlib.contextmanager
+def started_servers(stores: Sequence[str]) -> Iterator[Servers]:
+    """Start the emulators ``stores`` need (the command line; tests use their fixtures)."""
+    servers = Servers()
+    # The emulators log every error they answer (an injected fault, a missing object): noise here.
+    for name in ("werkzeug", "gcp_storage_emulator"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        if "s3" in stores:
+            from outcommit_s3.embedded import start_moto_server
+
+            servers.s3 = start_moto_server()
+        if "azure" in stores:
+            from outcommit_azure.emulator import start_azurite
+
+            servers.azure = start_azurite()
+        if "gcs" in stores:
+            from outcommit_gcs.emulator import start_gcs_emulator
+
+            servers.gcs = start_gcs_emulator()
+        yield servers
+    finally:
+        for server in (servers.s3, servers.azure, servers.gcs):
+            if server is not None:
+                server.stop()
+
+
+@contextlib.contextmanager
+def open_bindings(stores: Sequence[str], servers: Servers) -> Iterator[dict[str, Binding]]:
+    """Bindings for ``stores``, with a fault proxy in front of every server."""
+    proxies: list[FaultProxy] = []
+    scratch = tempfile.mkdtemp(prefix="outcommit-faultmatrix-")
+    try:
+        bindings: dict[str, Binding] = {}
+        for name in stores:
+            maker = _MAKERS.get(name)
+            if maker is None:
+                raise ValueError(f"unknown store binding {name!r}: choose from {', '.join(STORES)}")
+            bindings[name] = maker(servers, scratch, proxies)
+        yield bindings
+    finally:
+        for proxy in proxies:
+            proxy.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# -- one maker per binding ------------------------------------------------------------------
+def _file(servers: Servers, scratch: str, proxies: list[FaultProxy]) -> Binding:
+    root = os.path.join(scratch, "file")
+    os.makedirs(root)
+
+    def new_container() -> str:
+        return "file://" + tempfile.mkdtemp(prefix="root-", dir=scratch)
+
+    return Binding("file", f"file://{root}", {}, f"file://{root}", new_container=new_container)
+
+
+def _memory(servers: Servers, scratch: str, proxies: list[FaultProxy]) -> Binding:
+    def new_container() -> str:
+        return f"memory:///fm-root-{uuid.uuid4().hex[:8]}"
+
+    root = f"memory:///faultmatrix-{uuid.uuid4().hex[:8]}"
+    return Binding("memory", root, {}, root, separate_processes=False, new_container=new_container)
+
+
+# S3 settings of every s3 cell: the smallest legal part (5 MiB) so a mid-write death can
+# leave a real uploaded part; 3 attempts per request (botocore standard mode: exponential
+# backoff with jitter), so two throttled answers are absorbed and a third is not.
+S3_PART_SIZE = 5 * 1024 * 1024
+S3_ATTEMPTS = "3"
+
+
+def _s3(servers: Servers, scratch: str, proxies: list[FaultProxy]) -> Binding:
+    server = _need(servers.s3, "s3")
+    proxy = FaultProxy(server.endpoint_url).start()
+    proxies.append(proxy)
+    server.create_bucket(BUCKET)
+    config = {**server.config, "outcommit.s3.endpoint": proxy.url,
+              "outcommit.s3.retry.max-attempts": S3_ATTEMPTS,
+              "outcommit.s3.multipart.part-size": str(S3_PART_SIZE),
+              "outcommit.committer.threads": "4"}
+
+    def new_container() -> str:
+        bucket = f"fm-root-{uuid.uuid4().hex[:12]}"
+        server.create_bucket(bucket)
+        return f"s3://{bucket}"
+
+    return Binding("s3", f"s3://{BUCKET}/matrix-{uuid.uuid4().hex[:8]}", config, f"s3://{BUCKET}",
+                   proxy=proxy, new_container=new_container, multipart_part_size=S3_PART_SIZE)
+
+
+def _azure(servers: Servers, scratch: str, proxies: list[FaultProxy]) -> Binding:
+    from outcommit_azure.store import CONNECTION_STRING_KEY
+
+    server = _need(servers.azure, "azure")
+    upstream = server.endpoint.rsplit("/", 1)[0]  # http://host:port, without the account
+    proxy = FaultProxy(upstream).start()
+    proxies.append(proxy)
+    server.create_container(BUCKET)
+    config = {CONNECTION_STRING_KEY: server.connection_string.replace(upstream, proxy.url),
+              **_manifest_retries()}
+
+    def new_container() -> str:
+        container = f"fm-root-{uuid.uuid4().hex[:12]}"
+        server.create_container(container)
+        return f"abfs://{container}"
+
+    return Binding("azure", f"abfs://{BUCKET}/matrix-{uuid.uuid4().hex[:8]}", config, f"abfs://{BUCKET}",
+                   proxy=proxy,
+                   new_container=new_container)
+
+
+def _gcs(servers: Servers, scratch: str, proxies: list[FaultProxy]) -> Binding:
+    from outcommit_gcs.store import ENDPOINT_KEY
+
+    server = _need(servers.gcs, "gcs")
+    proxy = FaultProxy(server.endpoint).start()
+    proxies.append(proxy)
+    server.create_bucket(BUCKET)
+    config = {**server.config(), ENDPOINT_KEY: proxy.url, **_manifest_retries()}
+
+    def new_container() -> str:
+        bucket = f"fm-root-{uuid.uuid4().hex[:12]}"
+        server.create_bucket(bucket)
+        return f"gs://{bucket}"
+
+    return Binding("gcs", f"gs://{BUCKET}/matrix-{uuid.uuid4().hex[:8]}", config, f"gs://{BUCKET}",
+                   proxy=proxy,
+                   new_container=new_container)
+
+
+def _manifest_retries() -> dict[str, str]:
+    # A real backoff (doubling from 20 ms), shorter than the 200 ms default: the matrix
+    # checks that retries happen and succeed, not how long they wait.
+    return {"outcommit.manifest.retry-backoff-ms": "20"}
+
+
+def _need(server: Any, name: str) -> Any:
+    if server is None:
+        raise ValueError(f"the {name} binding needs its emulator running")
+    return server
+
+
+_MAKERS: Mapping[str, Callable[[Servers, str, list[FaultProxy]], Binding]] = {
+    "file": _file, "memory": _memory, "s3": _s3, "azure": _azure, "gcs": _gcs,
+}

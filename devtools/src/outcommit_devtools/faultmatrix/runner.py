@@ -1,0 +1,279 @@
+"""Plan the cells (committer x store x scenario) and run one: set up, act, observe, judge.
+
+Committers are enumerated from the plugin registry, never listed here: a committer
+registered tomorrow gets its column. A pairing the store's declared capabilities make
+unsafe is one ``refused`` cell, verified by asking the factory.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from outcommit.capabilities import COMMITTER_CAPABILITIES
+from outcommit.errors import UnsafeCommitterError
+from outcommit.factory import create_committer, open_store
+from outcommit.plugins import get_registry
+from outcommit.store import Store
+
+from . import families
+from .bindings import STORES, Binding
+from .engine import CONFLICT_MODE_KEY, CellEnv
+from .expectations import expect
+from .oracles import Observation, Verdict, error_text, fingerprint_outside, judge, leftovers, read_success
+from .scenarios import DriverKill, JobsLayout, Scenario, Size, StoreFault, TaskFailure, matrix_scenarios
+
+#: URL scheme of each binding (what the factory decides on).
+SCHEMES: Mapping[str, str] = {"file": "file", "memory": "memory", "s3": "s3", "azure": "abfs", "gcs": "gs"}
+
+# Outside every destination: a canary next to it, one in a sibling sharing its prefix
+# (dataset1 / dataset1.bak, dataset10) and pending uploads there where the store has them.
+CANARIES = {"canary.txt": b"canary in the parent directory\n",
+            "dataset10/keep.txt": b"adjacent dataset10\n",
+            "dataset10/part-00000-0.txt": b"adjacent dataset10, a name the job also writes\n",
+            "dataset1.bak/keep.txt": b"sibling sharing the prefix dataset1\n"}
+PENDING_CANARIES = ("inflight.bin", "dataset1.bak/inflight.bin", "dataset10/inflight.bin")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell: a store binding, a committer and a scenario (None: the pairing itself)."""
+
+    store: str
+    committer: str
+    scenario: Scenario | None
+
+    @property
+    def row(self) -> str:
+        return self.scenario.id if self.scenario is not None else "factory"
+
+    @property
+    def column(self) -> str:
+        return f"{self.store} {self.committer}"
+
+    @property
+    def id(self) -> str:
+        return f"{self.store}-{self.committer}-{self.row}"
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    verdict: Verdict
+    seconds: float
+
+
+def missing_capabilities(store: str, committer: str) -> list[str]:
+    """What the store declares it lacks for the committer (the factory's refusal, predicted)."""
+    registry = get_registry()
+    return registry.store_spec(SCHEMES[store]).capabilities.missing(
+        registry.committer_spec(committer).requires)
+
+
+def plan(size: Size, stores: Sequence[str] = STORES,
+         committers: Sequence[str] | None = None) -> list[Cell]:
+    """Every cell of the matrix, grouped by store and committer."""
+    names = list(committers) if committers else sorted(get_registry().committers())
+    unknown = sorted(set(names) - set(get_registry().committers()))
+    if unknown:
+        raise ValueError(f"unknown committers: {', '.join(unknown)}")
+    scenarios = matrix_scenarios(size)
+    cells: list[Cell] = []
+    for store in stores:
+        for name in names:
+            if missing_capabilities(store, name):
+                cells.append(Cell(store, name, None))
+                continue
+            cells += [Cell(store, name, s) for s in scenarios
+                      if not isinstance(s, StoreFault) or s.store in (store, "rename")]
+    return cells
+
+
+def cell_mode(scenario: Scenario) -> str:
+    if isinstance(scenario, DriverKill):
+        return scenario.mode
+    if isinstance(scenario, JobsLayout) and scenario.layout == "fail-refuses-existing":
+        return "fail"
+    return "append"
+
+
+class Matrix:
+    """Runs cells against the bindings ``binding(name)`` returns (opened on first use)."""
+
+    def __init__(self, binding: Callable[[str], Binding], scratch: str) -> None:
+        self.binding = binding
+        self.scratch = scratch
+
+    def run_many(self, cells: Sequence[Cell],
+                 progress: Callable[[CellResult], None] | None = None) -> list[CellResult]:
+        """Run ``cells``, one thread per store binding; results in the order of ``cells``.
+
+        Bindings share nothing (each has its own proxy, its own bucket), so cells of
+        different stores can overlap; cells of one store run one after the other, since a
+        store fault is a rule of that binding's proxy.
+        """
+        by_store: dict[str, list[Cell]] = {}
+        for cell in cells:
+            by_store.setdefault(cell.store, []).append(cell)
+        for store in by_store:
+            self.binding(store)  # opened here, not concurrently in the workers
+        done: dict[Cell, CellResult] = {}
+        lock = threading.Lock()
+
+        def work(group: list[Cell]) -> None:
+            for cell in group:
+                result = self.run(cell)
+                with lock:
+                    done[cell] = result
+                    if progress is not None:
+                        progress(result)
+
+        with ThreadPoolExecutor(max_workers=len(by_store) or 1, thread_name_prefix="faultmatrix") as pool:
+            for future in [pool.submit(work, group) for group in by_store.values()]:
+                future.result()
+        return [done[cell] for cell in cells]
+
+    def run(self, cell: Cell) -> CellResult:
+        started = time.monotonic()
+        try:
+            verdict = self._refusal(cell) if cell.scenario is None else self._scenario(cell, cell.scenario)
+        except Exception as exc:
+            frames = "".join(traceback.format_exception(exc)[-6:])
+            verdict = Verdict("WRONG", f"harness error: {error_text(exc)}\n{frames}")
+        return CellResult(cell, verdict, time.monotonic() - started)
+
+    # -- refused pairings ------------------------------------------------------------------------
+    def _refusal(self, cell: Cell) -> Verdict:
+        binding = self.binding(cell.store)
+        predicted = missing_capabilities(cell.store, cell.committer)
+        try:
+            create_committer(f"{binding.root}/refused", binding.config, cell.committer)
+        except UnsafeCommitterError as exc:
+            if exc.missing != predicted:
+                return Verdict("WRONG", f"refused for {exc.missing}, but the store declares it lacks "
+                                        f"{predicted}")
+            return Verdict("refused", f"lacks {', '.join(exc.missing)}; safe: {', '.join(exc.safe)}")
+        return Verdict("WRONG", f"the store declares it lacks {', '.join(predicted)} but the factory "
+                                "accepted the committer")
+
+    # -- scenarios --------------------------------------------------------------------------------
+    def _scenario(self, cell: Cell, scenario: Scenario) -> Verdict:
+        binding = self.binding(cell.store)
+        root = binding.cell_root(cell.row.replace("/", "-").replace("@", "at"))
+        local_dir = os.path.join(self.scratch, f"staging-{uuid.uuid4().hex[:8]}")
+        config = {**binding.config, CONFLICT_MODE_KEY: cell_mode(scenario),
+                  # The matrix compares names: the staging committers' job-id suffix is off.
+                  "outcommit.committer.unique-filenames": "false",
+                  "outcommit.s3.staging.tmp-dir": local_dir}
+        dest = f"{root}/dataset1"
+        store = open_store(dest, config)
+        env = CellEnv(binding, cell.committer, root, dest, config, store, local_dir)
+        proxy = binding.proxy
+        if proxy is not None:
+            proxy.upstream_errors.clear()
+        try:
+            verdict = self._observe(env, scenario)
+            if proxy is not None and proxy.upstream_errors:
+                # The proxy failed by itself (not an injected fault): the cell proves nothing.
+                return Verdict("WRONG", "harness error: the fault proxy failed on its own: "
+                                        + "; ".join(proxy.upstream_errors[:3]))
+            return verdict
+        finally:
+            env.bury()
+            _remove(store, [root, *env.extra_roots])
+            store.close()
+
+    def _observe(self, env: CellEnv, scenario: Scenario) -> Verdict:
+        store = env.store
+        seed(store, env.root, CANARIES)
+        pending = seed_pending(store, env.root)
+        try:
+            return self._act_and_judge(env, scenario)
+        finally:
+            _abort_uploads(store, pending)
+
+    def _act_and_judge(self, env: CellEnv, scenario: Scenario) -> Verdict:
+        real = env.store
+        if env.mode != "fail" or isinstance(scenario, JobsLayout):
+            env.existing = dict(families.EXISTING)
+            seed(real, env.dest, env.existing)
+        container = real.strip(env.binding.container)
+        everything_before = fingerprint_outside(real, real.strip(env.root), container, [])
+        try:
+            obs = _run_family(env, scenario)
+        except families.NotApplicable as reason:
+            return Verdict("n/a", str(reason))
+        env.store = real  # a rename fault wrapped it: the oracles read the store itself
+        obs.written = env.written
+        dests = [d.path for d in obs.dests]
+        inside = [d.rstrip("/") + "/" for d in dests]
+        obs.outside_before = {k: v for k, v in everything_before.items()
+                              if not any((k.removeprefix("pending ") + "/").startswith(p) for p in inside)}
+        obs.outside_after = fingerprint_outside(real, real.strip(env.root), container, dests)
+        for index, d in enumerate(obs.dests):
+            d.after = env.visible(d.url)
+            d.leftovers = leftovers(real, d.path, [env.local_dir] if index == 0 else [])
+            d.success = read_success(real, d.path)
+        committer = env.make()
+        has = {name: committer.has_capability(name) for name in COMMITTER_CAPABILITIES}
+        return judge(obs, expect(scenario, committer.has_capability), has)
+
+
+def _run_family(env: CellEnv, scenario: Scenario) -> Observation:
+    if isinstance(scenario, TaskFailure):
+        return families.task_failure(env, scenario)
+    if isinstance(scenario, DriverKill):
+        return families.driver_kill(env, scenario)
+    if isinstance(scenario, StoreFault):
+        return families.store_fault(env, scenario)
+    return families.jobs_layout(env, scenario)
+
+
+def seed(store: Store, url_or_path: str, files: Mapping[str, bytes]) -> None:
+    base = store.strip(url_or_path)
+    for rel, data in files.items():
+        store.write_bytes(store.join(base, rel), data)
+
+
+def seed_pending(store: Store, root: str) -> list[tuple[str, str]]:
+    """Pending uploads next to the destination (other writers'): no job may abort them."""
+    multipart = store.multipart()
+    if multipart is None:
+        return []
+    base = store.strip(root)
+    return [(path, multipart.initiate(path)) for path in (store.join(base, p) for p in PENDING_CANARIES)]
+
+
+def _abort_uploads(store: Store, uploads: Iterable[tuple[str, str]]) -> None:
+    """Done after the fingerprint: the canaries' uploads must not outlive the cell."""
+    multipart = store.multipart()
+    if multipart is None:
+        return
+    for path, upload_id in uploads:
+        try:
+            multipart.abort(path, upload_id)
+        except Exception:
+            pass
+
+
+def _remove(store: Store, urls: Iterable[str]) -> None:
+    """Delete a finished cell's data (best effort: the verdict is already taken)."""
+    real: Any = getattr(store, "inner", store)
+    for url in urls:
+        path = real.strip(url)
+        try:
+            multipart = real.multipart()
+            if multipart is not None:
+                for upload in multipart.list_pending(path.rstrip("/") + "/"):
+                    multipart.abort(upload.path, upload.upload_id)
+            if "/" in path.strip("/"):
+                real.delete(path, recursive=True)
+        except Exception:
+            pass
