@@ -10,7 +10,7 @@ A real-time run on Azurite and the GCS emulator is printed as a sanity check.
 
 A small adapter here records operations and maps each to the requests the real store
 issues (a rename is two requests and a byte copy on GCS/Blob, one on HNS; a recursive
-delete is a list plus batches). ``outcommit.testing.costmodel.MeteredStore`` charges one
+delete is a list plus batches). ``outcommit_devtools.costmodel.MeteredStore`` charges one
 request per store call, which would undercount copy-based renames, so it is not used here.
 
     python benchmarks/manifest_commit.py [--tasks 50] [--files 20] [--size 4096] [--no-emulators]

@@ -5,7 +5,7 @@
 Runs against an embedded moto server and reports, per committer and thread count:
 1. exact request counts by S3 operation, bytes uploaded and copied server-side, listings
    (botocore hooks on the committer's client: store-independent);
-2. the job commit's time under the cost model of ``outcommit.testing.costmodel`` (every
+2. the job commit's time under the cost model of ``outcommit_devtools.costmodel`` (every
    request priced on a virtual clock that follows the committer's real parallelism);
 3. wall time on moto, a sanity check only (moto is one GIL-bound process).
 Only the job commit is measured; task output is prepared before.
@@ -23,7 +23,7 @@ from typing import Any
 
 import outcommit
 from outcommit import JobContext
-from outcommit.testing.costmodel import CostModel, Meter, attach_botocore
+from outcommit_devtools.costmodel import CostModel, Meter, attach_botocore
 from outcommit_s3.embedded import start_moto_server
 
 BUCKET = "bench"

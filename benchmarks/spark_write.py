@@ -120,7 +120,7 @@ def main() -> int:
 
     import outcommit.spark
     from outcommit import open_store
-    from outcommit.demo import generate_spark
+    from outcommit_devtools.demo import generate_spark
     from outcommit_s3.embedded import DUMMY_KEY, DUMMY_SECRET, start_moto_server
 
     server = start_moto_server(buckets=["bench"])

@@ -7,10 +7,14 @@ bucket or container in them.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+S3_BUCKET = "outcommit-test"
 
 
 @pytest.fixture(scope="session")
@@ -20,6 +24,26 @@ def moto_server() -> Iterator[Any]:
     server = embedded.start_moto_server(max_attempts=1)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(moto_server: Any) -> Any:
+    """The moto server with the S3 tests' bucket."""
+    moto_server.create_bucket(S3_BUCKET)
+    return moto_server
+
+
+@pytest.fixture
+def s3_config(s3_server: Any, tmp_path: Path) -> dict[str, Any]:
+    """Reach the moto server; no real backoff (retries are counted, never waited for)."""
+    return {**s3_server.config, "outcommit.committer.threads": "4", "outcommit.retry.backoff-ms": "0",
+            "outcommit.s3.staging.tmp-dir": str(tmp_path / "staging")}
+
+
+@pytest.fixture
+def s3_root() -> str:
+    """A fresh prefix per test."""
+    return f"s3://{S3_BUCKET}/{uuid.uuid4().hex}"
 
 
 @pytest.fixture(scope="session")

@@ -57,11 +57,14 @@ def test_selection_order(tmp_path) -> None:
 
 
 def test_unknown_outcommit_keys_are_reported_not_ignored(tmp_path) -> None:
-    with pytest.warns(UserWarning, match=r"unknown configuration keys: outcommit.comitter.file"):
+    with pytest.raises(ConfigError, match=r"'outcommit\.comitter\.file': did you mean "
+                                          r"outcommit\.committer\.file\b"):
         outcommit.create_committer(str(tmp_path), {"outcommit.comitter.file": "v2"})
-    with pytest.raises(ConfigError, match=r"outcommit\.comitter\.file"):
+    with pytest.raises(ConfigError, match=r"valid keys under outcommit\.s3\.\*: .*outcommit\.s3\.endpoint"):
+        outcommit.create_committer(str(tmp_path), {"outcommit.s3.zzz": "1"})
+    with pytest.warns(UserWarning, match=r"unknown configuration key 'outcommit.comitter.file'"):
         outcommit.create_committer(str(tmp_path), {"outcommit.comitter.file": "v2",
-                                                   "outcommit.config.strict": "true"})
+                                                   "outcommit.config.strict": "false"})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # known keys and foreign keys are not reported
         outcommit.create_committer(str(tmp_path), {"outcommit.committer.threads": "2",
@@ -100,3 +103,16 @@ def test_secrets_are_redacted_for_logging() -> None:
     assert "hunter2" not in str(shown) and "AKIA" not in str(shown) and "AccountKey" not in str(shown)
     assert shown["outcommit.committer"] == "v1"
     assert "hunter2" not in repr(Config({"spark.hadoop.fs.s3a.secret.key": "hunter2"}))
+
+
+def test_scheme_aliases_share_the_per_scheme_committer_key() -> None:
+    """spark.outcommit.committer.s3 applies to s3a:// writes (Hadoop users write s3a)."""
+    config = {"spark.outcommit.committer.s3": "partitioned", "outcommit.s3.endpoint": "http://x"}
+    chosen = outcommit.create_committer("s3a://bucket/table", config)
+    assert chosen.name == "partitioned"
+    assert chosen.selection == "outcommit.committer.s3=partitioned (s3a:// is an alias of s3://)"
+    own = outcommit.create_committer("s3a://bucket/table",
+                                     {**config, "outcommit.committer.s3a": "directory"})
+    assert (own.name, own.selection) == ("directory", "outcommit.committer.s3a=directory")
+    gs = outcommit.create_committer("gcs://bucket/table", {"outcommit.committer.gs": "v2"})
+    assert gs.name == "v2" and "alias of gs://" in gs.selection

@@ -25,6 +25,7 @@ def memory_root():
 
 
 class V1Binding(CommitterConformance):
+    task_publish_operation = "rename_dir"
     @pytest.fixture
     def committer_name(self) -> str:
         return "v1"

@@ -144,3 +144,29 @@ def test_unsafe_pairing_is_refused_with_the_missing_capability(fresh_registry: R
     with pytest.warns(UserWarning):
         assert outcommit.create_committer("nodirs://b/out", allow_unsafe=True).name == "v1"
     assert outcommit.create_committer("nodirs://b/out", committer="v2").name == "v2"
+
+
+def test_core_imports_no_plugin() -> None:
+    """Every module of the shipped core imports, and none of them pulls in a plugin."""
+    code = ("import importlib, pkgutil, sys, outcommit\n"
+            "for m in pkgutil.walk_packages(outcommit.__path__, 'outcommit.'):\n"
+            "    importlib.import_module(m.name)\n"
+            "import outcommit.factory as f\n"
+            "f.create_committer('memory://core-only/out')\n"
+            "print(sorted(n for n in sys.modules if n.startswith('outcommit_')))\n")
+    result = run_with(None, code, **{DISABLE_AUTOLOAD_ENV: "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_hadoop_s3a_names_come_from_the_s3_plugin() -> None:
+    """fs.s3a.* aliases and the fs.s3a.committer.name choice are the S3 plugin's hooks."""
+    code = ("import json, outcommit\n"
+            "c = outcommit.Config({'fs.s3a.committer.threads': '3', 'fs.s3a.committer.name': 'x'})\n"
+            "print(json.dumps(dict(c)))\n")
+    core_only = run_with(None, code, **{DISABLE_AUTOLOAD_ENV: "1"})
+    assert json.loads(core_only.stdout) == {"fs.s3a.committer.threads": "3", "fs.s3a.committer.name": "x"}
+    with_plugins = run_with(None, code)
+    assert json.loads(with_plugins.stdout) == {"outcommit.committer.threads": "3",
+                                               "outcommit.s3a.committer.name": "x"}
+    assert outcommit.plugins.get_registry().committer_selectors()[0].plugin == "s3"

@@ -18,6 +18,7 @@ def _refused(message: str) -> BaseException:
 
 class TestManifestOnGcsEmulator(CommitterConformance):
     job_commit_fault = Fault("rename_file", path_contains="/tasks/", skip=2, error=_refused)
+    task_publish_operation = "rename_file"
 
     @pytest.fixture
     def committer_name(self) -> str:

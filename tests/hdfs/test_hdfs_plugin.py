@@ -17,6 +17,7 @@ import outcommit
 from outcommit import capabilities as caps
 from outcommit.plugins import get_registry
 from outcommit.testing.conformance import CommitterConformance
+from outcommit.testing.stores import StoreContract
 from outcommit_hdfs import HDFS_CAPABILITIES, HdfsStore
 
 HDFS_URL = os.environ.get("OUTCOMMIT_TEST_HDFS_URL")
@@ -49,4 +50,11 @@ class TestV1OnRealHdfs(CommitterConformance):
 
     @pytest.fixture
     def destination_root(self) -> str:
+        return f"{HDFS_URL.rstrip('/')}/{uuid.uuid4().hex}"
+
+
+@pytest.mark.skipif(not HDFS_URL, reason="no HDFS cluster here: set OUTCOMMIT_TEST_HDFS_URL to run")
+class TestStoreContractOnRealHdfs(StoreContract):
+    @pytest.fixture
+    def store_root(self) -> str:
         return f"{HDFS_URL.rstrip('/')}/{uuid.uuid4().hex}"

@@ -26,6 +26,7 @@ class ManifestBinding(CommitterConformance):
     """The manifest committer's fixtures; subclasses choose the store."""
 
     job_commit_fault = MANIFEST_JOB_COMMIT_FAULT
+    task_publish_operation = "rename_file"
 
     @pytest.fixture
     def committer_name(self) -> str:

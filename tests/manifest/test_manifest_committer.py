@@ -18,7 +18,7 @@ from outcommit import (
     open_store,
 )
 from outcommit.committers.manifest import ManifestCommitter
-from outcommit.committers.manifest_format import MANIFEST_TYPE, TaskManifest
+from outcommit.committers.manifest.format import MANIFEST_TYPE, TaskManifest
 from outcommit.store import FileInfo, Store
 from outcommit.testing.conformance import leftovers, visible_files
 from outcommit.testing.faults import Fault, FaultInjectingStore

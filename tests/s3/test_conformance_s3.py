@@ -15,6 +15,7 @@ pytestmark = pytest.mark.s3
 class S3Binding(CommitterConformance):
     # The third completion happens on the server, then the call fails: a commit failing part-way.
     job_commit_fault = Fault("multipart.complete", when="after", skip=2)
+    task_publish_operation = "create_exclusive"
 
     @pytest.fixture
     def destination_root(self, s3_root: str) -> str:

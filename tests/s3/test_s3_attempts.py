@@ -89,7 +89,7 @@ def test_recovering_from_a_corrupt_pendingset_is_a_corrupt_file_error(name, conf
     task = job.task_attempt(0)
     write(committer, task, {"a.txt": b"a"})
     committer.commit_task(task)
-    published = committer.meta.join(committer.task_pendingsets_dir(task), f"{task.attempt_id}.pendingset")
+    published = committer.layout(task.job).pendingset(task.job, task.task_id, task.attempt_id)
     committer.meta.write_bytes(published, b"{garbage")
     next_job = JobContext(url, job_id=job.job_id, attempt=1, config=committer.config)
     committer.setup_job(next_job)

@@ -87,7 +87,7 @@ def test_magic_writes_parquet_and_pandas_through_its_filesystem(config, s3_root)
 
 def test_magic_pending_file_uses_hadoop_fields(config, s3_root):
     url = f"{s3_root}/fields"
-    committer, job = start(url, config, "magic")
+    committer, job = start(url, {**config, "outcommit.magic.track-commits-in-memory": "false"}, "magic")
     task = job.task_attempt(0)
     committer.setup_task(task)
     write(committer, task, {"d/a.txt": b"abc"})
@@ -107,6 +107,17 @@ def test_staging_unique_filenames_by_default(s3_config, s3_root):
     committer.commit_job(job, [run_task(committer, job, 0, {"part-0.snappy.parquet": b"x"})])
     store = outcommit.open_store(url, s3_config)
     assert list(visible_files(store, store.strip(url))) == [f"part-0-{job.job_id}.snappy.parquet"]
+
+
+@pytest.mark.parametrize("name", ["directory", "partitioned"])
+def test_staging_names_already_unique_keep_one_job_id(name, s3_config, s3_root):
+    """The data source's names carry the job id already: it is not added twice."""
+    url = f"{s3_root}/uniq2"
+    committer, job = start(url, s3_config, name)
+    written = f"part-00001-000-{job.job_id}-a0.parquet"
+    committer.commit_job(job, [run_task(committer, job, 0, {f"d=1/{written}": b"x"})])
+    store = outcommit.open_store(url, s3_config)
+    assert list(visible_files(store, store.strip(url))) == [f"d=1/{written}"]
 
 
 # -- attempts ---------------------------------------------------------------------------------------
@@ -158,7 +169,7 @@ def test_large_task_message_is_a_checked_reference(config, s3_root):
 
 # -- corrupt and tampered files ------------------------------------------------------------------------
 def _published(committer, job):
-    root = committer.meta.join(committer.job_attempt_dir(job), "pendingsets")
+    root = committer.layout(job).pendingsets_dir(job)
     return [f.path for f in committer.meta.list_files(root) if f.path.endswith(".pendingset")]
 
 
@@ -194,7 +205,7 @@ def test_unparseable_pendingset_and_abort_still_aborts_everything(config, s3_roo
     store = outcommit.open_store(url, config)
     # The unreadable file's upload is left (nothing identifies it) but the readable one is aborted.
     assert len(store.multipart().list_pending(store.strip(url))) == 1
-    assert outcommit.create_committer(url, config, "magic").abort_pending_under_destination(job) == 1
+    assert outcommit.create_committer(url, config, "magic").sweep(job).aborted == 1
 
 
 @pytest.mark.parametrize("field,value,problem", [
@@ -261,11 +272,18 @@ def test_partitioned_replace_and_fail_touch_only_written_partitions(config, s3_r
     message = run_task(committer, job, 0, {"p=3/new.txt": b"3"})
     committer.commit_job(job, [message])  # p=3 is new: no conflict
     committer, job = start(url, config, "partitioned", **{"outcommit.committer.conflict-mode": "fail"})
-    message = run_task(committer, job, 0, {"p=1/new.txt": b"x"})
-    with pytest.raises(CommitError, match="p=1") as failure:
+    # The task wrote into p=1, which holds data: its commit fails before uploading anything.
+    with pytest.raises(DestinationExistsError, match="p=1"):
+        run_task(committer, job, 0, {"p=1/new.txt": b"x"})
+    assert store.multipart().list_pending(store.strip(url)) == []
+    # A partition that gets data after its task committed is caught at job commit.
+    message = run_task(committer, job, 1, {"p=4/new.txt": b"x"})
+    _seed(store, url, {"p=4/raced.txt": b"r"})
+    with pytest.raises(CommitError, match="p=4") as failure:
         committer.commit_job(job, [message])
     assert isinstance(failure.value.__cause__, DestinationExistsError)
     committer.abort_job(job)
+    store.delete(f"{store.strip(url)}/p=4", recursive=True)
     committer, job = start(url, config, "partitioned", **{"outcommit.committer.conflict-mode": "replace"})
     committer.commit_job(job, [run_task(committer, job, 0, {"p=2/new.txt": b"new"})])
     assert visible_files(store, store.strip(url)) == {

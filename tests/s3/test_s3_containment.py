@@ -17,7 +17,7 @@ NO_SWEEP = {"outcommit.s3.abort-pending-uploads": "false"}
 
 
 def published(committer, job):
-    root = committer.meta.join(committer.job_attempt_dir(job), "pendingsets")
+    root = committer.layout(job).pendingsets_dir(job)
     return [f.path for f in committer.meta.list_files(root) if f.path.endswith(".pendingset")]
 
 
@@ -60,6 +60,8 @@ def test_tampered_targets_are_refused_by_every_committer(name, target, config, s
     ("uri", "gs://{bucket}/{key}"),               # another store
     ("uri", "s3a://{bucket}/{key}.other"),        # another object
     ("created", "yesterday"),
+    ("length", 10**30),                           # more than its parts can hold
+    ("length", 5 * 1024**3 + 1),                  # one part holds at most 5 GiB
 ])
 def test_bad_field_types_and_uri_fail_with_a_corrupt_file_error(field, value, config, s3_root):
     url = f"{s3_root}/fields"

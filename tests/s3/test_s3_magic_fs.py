@@ -16,6 +16,8 @@ pytestmark = pytest.mark.s3
 
 MiB = 1024 * 1024
 NO_SWEEP = {"outcommit.s3.abort-pending-uploads": "false"}
+# Every writer saves .pending files (writers in several processes): liveness checked per file.
+PENDING_FILES = {"outcommit.magic.track-commits-in-memory": "false"}
 
 
 @pytest.fixture
@@ -111,6 +113,7 @@ def test_files_at_and_around_the_part_size(config, s3_root):
 
 def test_a_straggler_closing_after_job_commit_leaves_nothing(config, s3_root):
     url = f"{s3_root}/straggler"
+    config = {**config, **PENDING_FILES}
     committer, job = start(url, config)
     task, fs, base = task_fs(committer, job, 0)
     fs.pipe_file(f"{base}/a.txt", b"a")
@@ -178,6 +181,7 @@ def test_a_straggler_closing_while_the_job_is_torn_down_leaves_nothing(config, s
     (Sweeping is off in this module, so the sweep cannot hide a leak.)
     """
     url = f"{s3_root}/teardown-race"
+    config = {**config, **PENDING_FILES}
     store = FaultInjectingStore(outcommit.open_store(url, config))
     driver, job = start(url, config, store=store)
     _, late_fs, late_base = task_fs(driver, job, 0, attempt=1)
@@ -186,7 +190,7 @@ def test_a_straggler_closing_while_the_job_is_torn_down_leaves_nothing(config, s
     closed: list[BaseException | None] = []
 
     def close_the_straggler_now(operation, args):
-        if args and args[0] == driver.job_root(job.job_id) and not closed:
+        if args and args[0] == driver.layout(job).root and not closed:
             try:
                 late.close()
                 closed.append(None)
@@ -198,3 +202,31 @@ def test_a_straggler_closing_while_the_job_is_torn_down_leaves_nothing(config, s
     driver.abort_job(job)
     assert len(closed) == 1 and isinstance(closed[0], TaskCommitError)
     assert outcome(url, config) == ({}, [])
+
+
+def test_a_straggler_in_memory_fails_its_task_commit_and_leaves_nothing(config, s3_root):
+    """In memory, a late attempt's file closes without a check; its task commit checks the
+    job after publishing, fails, and aborts the attempt's uploads."""
+    url = f"{s3_root}/straggler-memory"
+    committer, job = start(url, config)
+    task, fs, base = task_fs(committer, job, 0)
+    fs.pipe_file(f"{base}/a.txt", b"a")
+    message = committer.commit_task(task)
+    late_task, late_fs, late_base = task_fs(committer, job, 0, attempt=1)  # speculative copy
+    with late_fs.open(f"{late_base}/a.txt", "wb") as late:
+        late.write(b"late")
+    committer.commit_job(job, [message])
+    with pytest.raises(TaskCommitError, match="not active"):
+        committer.commit_task(late_task)
+    assert outcome(url, config) == ({"a.txt": b"a"}, [])
+    assert [c.name for c in committer.store.list_dir(committer.dest) if c.is_dir] == []
+
+
+def test_a_process_that_did_not_set_the_attempt_up_cannot_write_it_in_memory(config, s3_root):
+    url = f"{s3_root}/not-mine"
+    committer, job = start(url, config)
+    task = job.task_attempt(0)
+    other = outcommit.create_committer(url, config, "magic")  # e.g. another process
+    with pytest.raises(outcommit.errors.UnsupportedWriteError, match="setup_task"):
+        other.filesystem(task)
+    committer.abort_job(job)

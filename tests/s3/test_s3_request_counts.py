@@ -1,11 +1,16 @@
 """Exact S3 requests of the magic write and task-commit path (a regression here is a cost).
 
 Counted on the committer's own botocore client (every request it sends, by operation).
-Per file: CreateMultipartUpload, UploadPart, PUT ``.pending``, PUT marker, and one HEAD of
-the job marker *after* those writes (a straggler's late file is undone, never left behind).
-Per task attempt: the HEAD of setup_task; at commit one listing, publish (HEAD, exclusive
-PUT of the pendingset, exclusive PUT of the claim, HEAD) and one DeleteObjects. No GET of a
-``.pending`` this process saved: the listing's etag proves the stored copy is the one held.
+
+In memory (the default, the attempt set up in the writing process): per file smaller than
+a part, CreateMultipartUpload and UploadPart, and nothing else; per task attempt, nothing
+at setup and three at commit: the exclusive PUT of the pendingset, the exclusive PUT of the
+claim, and one HEAD of the job marker *after* them (a straggler's commit is undone, never
+left behind).
+
+With ``.pending`` files (writers in several processes): per file also the ``.pending``,
+the marker and a HEAD after them; per task a HEAD at setup, and at commit one listing, a
+GET per ``.pending``, the publish (PUT, PUT, HEAD) and one DeleteObjects.
 """
 
 from __future__ import annotations
@@ -47,8 +52,49 @@ def write(committer: Any, task: Any, files: dict[str, bytes]) -> None:
             f.write(data)
 
 
-def test_one_file_is_five_requests_and_the_liveness_check_comes_last(s3_config, s3_root):
-    committer, job = start(f"{s3_root}/order", s3_config)
+PENDING_FILES = {"outcommit.magic.track-commits-in-memory": "false"}
+
+
+@pytest.mark.parametrize("files", [1, 4])
+def test_in_memory_two_requests_per_file_and_three_per_task(files, s3_config, s3_root):
+    url = f"{s3_root}/count{files}"
+    committer, job = start(url, s3_config)
+    task = job.task_attempt(0)
+    data = {f"d={i}/part-{i}.parquet": bytes([65 + i]) * 1000 for i in range(files)}
+    with recorded(committer.store.client) as calls:
+        committer.setup_task(task)
+        write(committer, task, data)
+        written = len(calls)  # files finish in the background: counted at commit too
+        message = committer.commit_task(task)
+    assert written <= 2 * files
+    assert Counter(calls) == {"CreateMultipartUpload": files, "UploadPart": files, "PutObject": 2,
+                              "HeadObject": 1}
+    assert calls[-3:] == ["PutObject", "PutObject", "HeadObject"]  # the check comes last
+    assert len(calls) == 2 * files + 3
+    committer.commit_job(job, [message])
+    assert outcome(url, s3_config) == (data, [])
+
+
+def test_in_memory_large_files_upload_their_parts_in_parallel(s3_config, s3_root):
+    url = f"{s3_root}/large"
+    config = {**s3_config, "outcommit.s3.multipart.part-size": str(5 * 1024 * 1024)}
+    committer, job = start(url, config)
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    data = {"big.bin": bytes(range(256)) * (4 * 5 * 1024 * 4 + 7)}  # 4 parts and a bit
+    with recorded(committer.store.client) as calls:
+        write(committer, task, data)
+        message = committer.commit_task(task)
+    assert Counter(calls) == {"CreateMultipartUpload": 1, "UploadPart": 5, "PutObject": 2,
+                              "HeadObject": 1}
+    assert len(message["commits"][0]["etags"]) == 5
+    committer.commit_job(job, [message])
+    assert outcome(url, config) == (data, [])
+
+
+def test_with_pending_files_five_requests_per_file_and_the_liveness_check_comes_last(s3_config, s3_root):
+    config = {**s3_config, **PENDING_FILES}
+    committer, job = start(f"{s3_root}/order", config)
     task = job.task_attempt(0)
     committer.setup_task(task)
     with recorded(committer.store.client) as calls:
@@ -58,9 +104,10 @@ def test_one_file_is_five_requests_and_the_liveness_check_comes_last(s3_config, 
 
 
 @pytest.mark.parametrize("files", [1, 4])
-def test_write_and_task_commit_requests(files, s3_config, s3_root):
-    url = f"{s3_root}/count{files}"
-    committer, job = start(url, s3_config)
+def test_with_pending_files_write_and_task_commit_requests(files, s3_config, s3_root):
+    url = f"{s3_root}/pcount{files}"
+    config = {**s3_config, **PENDING_FILES}
+    committer, job = start(url, config)
     task = job.task_attempt(0)
     data = {f"d={i}/part-{i}.parquet": bytes([65 + i]) * 1000 for i in range(files)}
     with recorded(committer.store.client) as calls:
@@ -70,34 +117,43 @@ def test_write_and_task_commit_requests(files, s3_config, s3_root):
         message = committer.commit_task(task)
     assert Counter(calls[:written]) == {"HeadObject": 1 + files, "CreateMultipartUpload": files,
                                         "UploadPart": files, "PutObject": 2 * files}
-    assert Counter(calls[written:]) == {"ListObjectsV2": 1, "HeadObject": 2, "PutObject": 2,
-                                        "DeleteObjects": 1}
-    assert len(calls) == 5 * files + 7
+    assert Counter(calls[written:]) == {"ListObjectsV2": 1, "GetObject": files, "HeadObject": 1,
+                                        "PutObject": 2, "DeleteObjects": 1}
     committer.commit_job(job, [message])
-    assert outcome(url, s3_config) == (data, [])
+    assert outcome(url, config) == (data, [])
 
 
-def test_pending_files_of_another_process_are_read(s3_config, s3_root):
-    """Another committer instance (another process) wrote into the same attempt: its
-    ``.pending`` is not in our memory, so it is read (one GET) and committed too."""
+def _write_in_another_process(fs: Any, path: str, data: bytes) -> None:
+    with fs.open(path, "wb") as f:
+        f.write(data)
+
+
+def test_a_filesystem_sent_to_another_process_saves_pending_files_that_commit_reads(s3_config, s3_root):
+    """The task's filesystem pickled to a worker process: writes there cannot reach this
+    process's memory, so they save .pending files, and this task commit lists and reads them."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     url = f"{s3_root}/other"
     committer, job = start(url, s3_config)
-    other = outcommit.create_committer(url, s3_config, "magic")
     task = job.task_attempt(0)
     committer.setup_task(task)
+    fs, base = committer.filesystem(task), committer.work_path(task)
     write(committer, task, {"ours.txt": b"ours"})
-    write(other, task, {"theirs.txt": b"theirs"})
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool.submit(_write_in_another_process, fs, f"{base}/theirs.txt", b"theirs").result()
     with recorded(committer.store.client) as calls:
         message = committer.commit_task(task)
-    assert Counter(calls)["GetObject"] == 1
+    assert Counter(calls)["GetObject"] == 1 and Counter(calls)["ListObjectsV2"] == 1
     committer.commit_job(job, [message])
     assert outcome(url, s3_config) == ({"ours.txt": b"ours", "theirs.txt": b"theirs"}, [])
 
 
-def test_a_pending_file_replaced_after_we_saved_it_is_read_not_trusted(s3_config, s3_root):
-    """Same path rewritten by another writer: the listed etag no longer matches what this
-    process saved, so the stored file (the other writer's upload) is what gets committed."""
+def test_a_pending_file_replaced_by_another_writer_is_the_one_committed(s3_config, s3_root):
+    """Same path written by two writers: the stored .pending (the later writer's upload) is
+    what gets committed, and the earlier upload does not leak."""
     url = f"{s3_root}/replaced"
+    s3_config = {**s3_config, **PENDING_FILES}
     committer, job = start(url, s3_config)
     other = outcommit.create_committer(url, s3_config, "magic")
     task = job.task_attempt(0)
@@ -111,8 +167,9 @@ def test_a_pending_file_replaced_after_we_saved_it_is_read_not_trusted(s3_config
     assert outcome(url, s3_config) == ({"a.txt": b"second"}, [])
 
 
-def test_a_tampered_pending_file_is_refused_even_though_we_hold_a_copy(s3_config, s3_root):
+def test_a_tampered_pending_file_is_refused(s3_config, s3_root):
     url = f"{s3_root}/tampered"
+    s3_config = {**s3_config, **PENDING_FILES}
     committer, job = start(url, s3_config)
     task = job.task_attempt(0)
     committer.setup_task(task)
@@ -126,3 +183,20 @@ def test_a_tampered_pending_file_is_refused_even_though_we_hold_a_copy(s3_config
         committer.commit_task(task)
     committer.abort_job(job)
     assert outcome(url, s3_config) == ({}, [])
+
+
+@pytest.mark.parametrize("name", ["directory", "partitioned"])
+def test_staging_two_requests_per_file_and_three_per_task(name, s3_config, s3_root):
+    url = f"{s3_root}/staging-{name}"
+    committer, job = start(url, s3_config, name)
+    task = job.task_attempt(0)
+    data = {f"d={i}/part-{i}.parquet": bytes([65 + i]) * 1000 for i in range(3)}
+    with recorded(committer.store.client) as calls:
+        committer.setup_task(task)
+        write(committer, task, data)
+        message = committer.commit_task(task)
+    assert Counter(calls) == {"CreateMultipartUpload": 3, "UploadPart": 3, "PutObject": 2,
+                              "HeadObject": 1}
+    committer.commit_job(job, [message])
+    assert set(outcome(url, s3_config)[0]) == {
+        f"d={i}/part-{i}-{job.job_id}.parquet" for i in range(3)}

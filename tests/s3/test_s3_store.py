@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 
 import pytest
+from s3_helpers import HttpFaults, outcome, run_task, start
 
 import outcommit
 from outcommit import capabilities as caps
-from outcommit.errors import UnsafeCommitterError
-from outcommit_s3.multipart import UploadGoneError, multipart_etag
+from outcommit.errors import UnsafeCommitterError, UploadGoneError, UploadPendingError
+from outcommit_s3.multipart import multipart_etag
 
 pytestmark = pytest.mark.s3
 
@@ -19,8 +20,9 @@ MiB = 1024 * 1024
 def test_capabilities_and_default_committer(s3_config, s3_root):
     store = outcommit.open_store(s3_root, s3_config)
     for name in (caps.LISTING_CONSISTENT, caps.MULTIPART_DELAYED_COMPLETION, caps.ETAGS_AVAILABLE,
-                 caps.CREATE_EXCLUSIVE):
+                 caps.CREATE_EXCLUSIVE, caps.DELETE_BATCH, caps.OBJECT_METADATA):
         assert store.has_capability(name)
+    assert store.batch_delete() is store and store.object_metadata() is store
     assert not store.has_capability(caps.RENAME_FILE_ATOMIC)
     assert not store.has_capability(caps.RENAME_DIRECTORY_ATOMIC)
     assert outcommit.create_committer(s3_root, s3_config).name == "magic"
@@ -110,3 +112,85 @@ def test_rename_is_copy_and_delete(s3_config, s3_root):
     store.write_bytes(f"{root}/dst0/keep.txt", b"k")
     store.delete(f"{root}/dst", recursive=True)
     assert store.exists(f"{root}/dst0/keep.txt")  # a delete never reaches an adjacent prefix
+
+
+def _pending_upload(store, name: str) -> tuple[str, str, list[str]]:
+    mp = store.multipart()
+    path = f"{store.strip(store._url)}/{name}"
+    upload = mp.initiate(path)
+    return path, upload, [mp.upload_part(path, upload, 1, b"data of " + name.encode())]
+
+
+def test_throttled_completion_is_retried_with_backoff(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, {**s3_config, "outcommit.retry.attempts": "4"})
+    path, upload, etags = _pending_upload(store, "slow.bin")
+    faults = HttpFaults(store.client)
+    faults.answer("CompleteMultipartUpload", 503, "SlowDown", times=3)
+    assert store.multipart().complete(path, upload, etags) == multipart_etag(etags)
+    assert faults.sent["CompleteMultipartUpload"] == 4
+    assert store.read_bytes(path) == b"data of slow.bin"
+
+
+def test_sustained_throttling_says_so_and_keeps_the_upload_pending(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, {**s3_config, "outcommit.retry.attempts": "3"})
+    mp = store.multipart()
+    path, upload, etags = _pending_upload(store, "throttled.bin")
+    faults = HttpFaults(store.client)
+    faults.answer("CompleteMultipartUpload", 503, "SlowDown")
+    with pytest.raises(UploadPendingError, match="503 SlowDown") as failure:
+        mp.complete(path, upload, etags)
+    assert "still pending" in str(failure.value) and "was aborted" not in str(failure.value)
+    assert faults.sent["CompleteMultipartUpload"] == 3
+    assert upload in {u.upload_id for u in mp.list_pending(store.strip(s3_root))}
+    faults.clear("CompleteMultipartUpload")  # the throttling ends: a retried commit finishes
+    assert mp.complete(path, upload, etags) == multipart_etag(etags)
+
+
+def test_completion_whose_answer_was_lost_is_recognised(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, s3_config)
+    path, upload, etags = _pending_upload(store, "dropped.bin")
+    faults = HttpFaults(store.client)
+    faults.act_then_drop("CompleteMultipartUpload")
+    assert store.multipart().complete(path, upload, etags) == multipart_etag(etags)
+    assert store.read_bytes(path) == b"data of dropped.bin"
+
+
+def test_refused_completion_is_not_retried(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, {**s3_config, "outcommit.retry.attempts": "5"})
+    path, upload, etags = _pending_upload(store, "denied.bin")
+    faults = HttpFaults(store.client)
+    faults.answer("CompleteMultipartUpload", 403, "AccessDenied")
+    with pytest.raises(Exception, match="AccessDenied"):
+        store.multipart().complete(path, upload, etags)
+    assert faults.sent["CompleteMultipartUpload"] == 1
+
+
+def test_job_commit_under_sustained_throttling_fails_loudly_then_succeeds(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, {**s3_config, "outcommit.retry.attempts": "2"})
+    committer, job = start(s3_root, s3_config, store=store)
+    message = run_task(committer, job, 0, {"a.txt": b"a"})
+    faults = HttpFaults(store.client)
+    faults.answer("CompleteMultipartUpload", 503, "SlowDown")
+    with pytest.raises(outcommit.JobCommitError, match=r"SlowDown.*still pending"):
+        committer.commit_job(job, [message])
+    faults.clear("CompleteMultipartUpload")
+    committer.commit_job(job, [message])
+    assert outcome(s3_root, s3_config) == ({"a.txt": b"a"}, [])
+
+
+def test_delete_files_uses_the_declared_batch_interface(s3_config, s3_root):
+    from outcommit.testing.faults import FaultInjectingStore
+
+    store = FaultInjectingStore(outcommit.open_store(s3_root, s3_config))
+    root = store.strip(s3_root)
+    for i in range(3):
+        store.write_bytes(f"{root}/d/{i}", b"x")
+    store.delete_files([f"{root}/d/{i}" for i in range(3)])
+    assert store.calls["delete_many"] == 1 and store.calls["delete"] == 0
+    assert store.list_files(root) == []
+    # A store without the capability (memory) deletes file by file through the same call.
+    memory = FaultInjectingStore(outcommit.open_store("memory://batch/x"))
+    assert memory.batch_delete() is None
+    memory.write_bytes("/batch/x/a", b"a")
+    memory.delete_files(["/batch/x/a"])
+    assert memory.calls["delete"] == 1 and not memory.exists("/batch/x/a")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 
 import pytest
 from s3_helpers import run_task, start
@@ -88,3 +89,70 @@ def test_staging_local_directory_goes_even_when_the_store_delete_fails(config, s
     assert os.path.isdir(committer.local_job_dir(job))
     committer.abort_job(job)  # never raises
     assert not os.path.exists(committer.local_job_dir(job))
+
+
+# -- whose uploads a sweep may abort -------------------------------------------------------------
+@pytest.mark.parametrize("name", ["magic", "directory"])
+@pytest.mark.parametrize("first", ["parent", "child"])
+def test_nested_destinations_never_abort_each_others_uploads(name, first, config, s3_root):
+    """A job writing to out/ and one writing to out/sub/: each commit sweeps only its own."""
+    parent_url, child_url = f"{s3_root}/out", f"{s3_root}/out/sub"
+    parent, parent_job = start(parent_url, config, name)
+    child, child_job = start(child_url, config, name)
+    # The parent also writes a partition named 'sub': its upload lives under the child too.
+    parent_message = run_task(parent, parent_job, 0, {"p.txt": b"p", "sub/q.txt": b"q"})
+    child_message = run_task(child, child_job, 0, {"c.txt": b"c"})
+    jobs = {"parent": (parent, parent_job, parent_message), "child": (child, child_job, child_message)}
+    order = [first, "child" if first == "parent" else "parent"]
+    for who in order:
+        committer, job, message = jobs[who]
+        committer.commit_job(job, [message])
+    store = outcommit.open_store(parent_url, config)
+    assert visible_files(store, store.strip(child_url)) == {"c.txt": b"c", "q.txt": b"q"}
+    assert visible_files(store, store.strip(parent_url)) == {
+        "p.txt": b"p", "sub/q.txt": b"q", "sub/c.txt": b"c"}
+    assert leftovers(store, store.strip(parent_url)) == []
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_a_bucket_root_job_leaves_other_jobs_uploads_alone(name, s3_server, s3_config):
+    bucket = f"root-{uuid.uuid4().hex[:12]}"
+    s3_server.create_bucket(bucket)
+    config = {**s3_config, "outcommit.committer.unique-filenames": "false"}
+    table_url, root_url = f"s3://{bucket}/table", f"s3://{bucket}"
+    table, table_job = start(table_url, config, name)
+    root, root_job = start(root_url, config, name)
+    table_message = run_task(table, table_job, 0, {"t.txt": b"t"})
+    root.commit_job(root_job, [run_task(root, root_job, 0, {"r.txt": b"r"})])
+    table.commit_job(table_job, [table_message])  # its upload survived the root job's sweep
+    store = outcommit.open_store(root_url, config)
+    assert visible_files(store, bucket) == {"r.txt": b"r", "table/t.txt": b"t"}
+    assert leftovers(store, bucket) == []
+
+
+def test_a_file_closed_while_job_commit_ends_the_job_leaves_no_upload(config, s3_root):
+    """A losing attempt closes a file during job commit: its upload is aborted, not leaked."""
+    url = f"{s3_root}/late-close"
+    store = FaultInjectingStore(outcommit.open_store(url, config), [])
+    committer, job = start(url, config, "magic", store=store)
+    message = run_task(committer, job, 0, {"a.txt": b"a"})
+    loser = job.task_attempt(0, 1)
+    committer.setup_task(loser)
+    closed: list[str] = []
+
+    def loser_closes_a_file(operation: str, args: tuple) -> bool:
+        # Right before job commit deletes the job marker, the loser finishes a file.
+        if not closed:
+            closed.append(args[0])
+            try:
+                committer.filesystem(loser).pipe_file(f"{committer.work_path(loser)}/late.txt", b"late")
+            except outcommit.CommitError:
+                pass  # refused: fine, as long as nothing stays pending
+        return False
+
+    store.add(Fault("delete", path_contains="_job.json", predicate=loser_closes_a_file))
+    committer.commit_job(job, [message])
+    assert closed, "job commit never ended the job"
+    real = outcommit.open_store(url, config)
+    assert visible_files(real, real.strip(url)) == {"a.txt": b"a"}
+    assert leftovers(real, real.strip(url)) == []

@@ -44,7 +44,7 @@ def test_demo_without_java_says_what_to_install(tmp_path: object) -> None:
 def test_demo_checksum_is_order_independent_and_counts_duplicates() -> None:
     import pyarrow as pa
 
-    from outcommit.demo import checksum, generate_local
+    from outcommit_devtools.demo import checksum, generate_local
 
     table = pa.concat_tables(generate_local(5000, 3))
     reversed_rows = table.take(list(range(table.num_rows - 1, -1, -1)))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import outcommit.spark
-from outcommit.spark.options import CONFLICT_KEY, OptionError, build_plan, session_config
+from outcommit.errors import OptionError
+from outcommit.spark.options import CONFLICT_KEY, build_plan, session_config
 
 
 def plan(options: dict[str, str], overwrite: bool = False, conf: dict[str, str] | None = None):
@@ -77,3 +78,12 @@ def test_old_pyspark_gets_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(pyspark, "__version__", "3.5.1")
     with pytest.raises(outcommit.spark.SparkVersionError, match=r"PySpark >= 4.0.*3.5.1"):
         outcommit.spark.register(object())
+
+
+def test_a_misspelled_option_fails_with_what_was_meant() -> None:
+    with pytest.raises(OptionError, match=r"'partitonby' \(did you mean partitionBy\?\).*takes path, format"):
+        plan({"partitonBy": "date"})
+    with pytest.raises(OptionError, match=r"'colour'"):
+        plan({"colour": "blue"})
+    # Configuration keys are options too, checked against what the plugins read.
+    assert plan({"outcommit.committer.threads": "3"}).config["outcommit.committer.threads"] == "3"

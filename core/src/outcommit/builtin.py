@@ -11,8 +11,9 @@ from .committer import CommitterSpec
 from .committers.fileoutput import FileOutputCommitterV1, FileOutputCommitterV2
 from .committers.manifest import CONFIG_KEYS as MANIFEST_KEYS
 from .committers.manifest import ManifestCommitter
-from .config import CORE_KEYS, Config
+from .config import CORE_ALIASES, CORE_KEYS, Config
 from .hookspecs import RegisterCommitter, RegisterStore, hookimpl
+from .retry import CONFIG_KEYS as RETRY_KEYS
 from .store import StoreSpec
 from .stores.local import LOCAL_CAPABILITIES, LocalStore
 from .stores.memory import MEMORY_CAPABILITIES, MemoryStore
@@ -43,5 +44,11 @@ def register_committers(register: RegisterCommitter) -> None:
 
 @hookimpl
 def register_config_keys(register: Callable[[str, str], None]) -> None:
-    for key, description in CORE_KEYS.items():
+    for key, description in {**CORE_KEYS, **RETRY_KEYS}.items():
         register(key, description)
+
+
+@hookimpl
+def register_config_aliases(register: Callable[[str, str], None]) -> None:
+    for alias, key in CORE_ALIASES.items():
+        register(alias, key)

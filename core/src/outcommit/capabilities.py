@@ -25,6 +25,10 @@ ETAGS_PRESERVED_IN_RENAME = "fs.etags.preserved-in-rename"
 """A renamed file keeps its etag (so a rename can be verified by etag)."""
 CREATE_EXCLUSIVE = "fs.create.exclusive"
 """Create-if-absent is atomic (O_EXCL, If-None-Match, generation 0)."""
+DELETE_BATCH = "fs.delete.batch"
+"""Many files are deleted in few requests (``outcommit.store.BatchDelete``)."""
+OBJECT_METADATA = "fs.object.metadata"
+"""A file can carry user metadata (``outcommit.store.ObjectMetadata``)."""
 
 STORE_CAPABILITIES: tuple[str, ...] = (
     RENAME_FILE_ATOMIC,
@@ -34,6 +38,8 @@ STORE_CAPABILITIES: tuple[str, ...] = (
     ETAGS_AVAILABLE,
     ETAGS_PRESERVED_IN_RENAME,
     CREATE_EXCLUSIVE,
+    DELETE_BATCH,
+    OBJECT_METADATA,
 )
 
 # --- committer capabilities -----------------------------------------------------------

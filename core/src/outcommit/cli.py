@@ -1,17 +1,24 @@
-"""The ``outcommit`` command: plugins, capabilities, _SUCCESS reports, pending uploads, demo."""
+"""The ``outcommit`` command: plugins, capabilities, _SUCCESS reports, pending uploads.
+
+Plugins add subcommands through the ``register_commands`` hook (the development tools
+add ``demo``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from . import __version__
 from .errors import OutcommitError
+from .plugins import get_registry
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -36,8 +43,6 @@ def _config(pairs: Sequence[str] | None) -> dict[str, str]:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    from .plugins import get_registry
-
     registry = get_registry()
     plugins = registry.plugins()
     if args.json:
@@ -59,6 +64,32 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     print()
     for name, spec in sorted(committers.items()):
         print(f"  {name:<12} {spec.description}")
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from .keys import catalogue, markdown_table
+
+    if args.write_docs:
+        from pathlib import Path
+
+        from .keys import generated_sections, render
+
+        for name, section, body in generated_sections():
+            doc = Path(args.write_docs) / name
+            doc.write_text(render(doc.read_text(), section, body))
+            print(f"updated {doc} ({section})")
+        return 0
+    if args.markdown:
+        print(markdown_table(), end="")
+        return 0
+    infos = catalogue()
+    if args.json:
+        print(json.dumps([vars(i) | {"aliases": list(i.aliases)} for i in infos], indent=2))
+        return 0
+    for info in infos:
+        aliases = f"  (also {', '.join(info.aliases)})" if info.aliases else ""
+        print(f"{info.key}{aliases}\n    [{info.plugin}] {info.description}")
     return 0
 
 
@@ -154,10 +185,25 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from . import demo
+@dataclass(frozen=True)
+class Command:
+    """A subcommand a plugin adds to the CLI (hook ``register_commands``).
 
-    return demo.main(args)
+    ``target`` is ``"module:function"``; the module is imported only when the command
+    runs, and the function gets the parsed arguments and returns the exit status.
+    ``arguments`` (``"module:function"`` too, optional) adds the command's arguments to
+    its ``argparse`` parser.
+    """
+
+    name: str
+    help: str
+    target: str
+    arguments: str | None = None
+    plugin: str = ""
+
+    def load(self, spec: str) -> Any:
+        module, _, function = spec.partition(":")
+        return getattr(importlib.import_module(module), function)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plugins", help="installed plugins, versions, schemes and committers")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("config", help="every configuration key the installed plugins read")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--markdown", action="store_true", help="the table of docs/configuration.md")
+    p.add_argument("--write-docs", metavar="DOCS_DIR",
+                   help="regenerate the key and option tables in DOCS_DIR/*.md")
+    p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("capabilities", help="what a store guarantees and which committers are safe")
     p.add_argument("url")
@@ -192,11 +245,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conf", action="append", metavar="KEY=VALUE")
     p.set_defaults(func=cmd_uploads)
 
-    from . import demo
-
-    p = sub.add_parser("demo", help="run the demo job and verify its output")
-    demo.add_arguments(p)
-    p.set_defaults(func=cmd_demo)
+    for command in sorted(get_registry().commands().values(), key=lambda c: c.name):
+        p = sub.add_parser(command.name, help=f"{command.help} (from plugin {command.plugin})")
+        if command.arguments:
+            command.load(command.arguments)(p)
+        p.set_defaults(func=lambda args, _c=command: _c.load(_c.target)(args))
     return parser
 
 

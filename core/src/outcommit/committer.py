@@ -13,15 +13,18 @@ import fsspec
 
 from . import capabilities as caps
 from .capabilities import Capabilities
+from .committers import journal
 from .config import Config
 from .context import JobContext, TaskAttemptContext
-from .errors import CommitError, ContainmentError, DestinationExistsError, JobCommitError, TaskCommitError
+from .errors import CommitError, DestinationExistsError, JobCommitError, TaskCommitError
+from .paths import is_hidden, is_inside, relative_to
 from .store import FileInfo, Store
 from .success import SUCCESS_FILE, SuccessData
 
 log = logging.getLogger(__name__)
 
 TEMPORARY_DIR = "_temporary"
+THREADS_KEY = "outcommit.committer.threads"
 CONFLICT_MODES = ("fail", "append", "replace")
 
 
@@ -30,28 +33,6 @@ class JobLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
         return f"[job {self.extra['job_id']}] {msg}", kwargs  # type: ignore[index]
-
-
-def is_hidden(name: str) -> bool:
-    """Hadoop's rule: names starting with '_' or '.' are not data."""
-    return name.startswith(("_", "."))
-
-
-def relative_to(path: str, root: str) -> str:
-    """``path`` relative to ``root``; raises ContainmentError if it is not inside."""
-    root = root.rstrip("/")
-    norm = posixpath.normpath(path)
-    if norm != path.rstrip("/") or not norm.startswith(root + "/"):
-        raise ContainmentError(f"{path} is not inside {root}")
-    return norm[len(root) + 1:]
-
-
-def is_inside(path: str, root: str) -> bool:
-    try:
-        relative_to(path, root)
-    except ContainmentError:
-        return False
-    return True
 
 
 class Committer:
@@ -76,7 +57,8 @@ class Committer:
         self.dest = store.strip(destination)
         #: Why this committer was chosen (set by the factory).
         self.selection = "constructed directly"
-        self.threads = self.config.get_int("outcommit.committer.threads", 8, minimum=1)
+        # As many requests in flight as the store's connection pool serves.
+        self.threads = self.config.get_int(THREADS_KEY, store.parallelism, minimum=1)
         self.conflict_mode = self.config.get_choice(
             "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
         self._engine_metrics: dict[str, int] = {}
@@ -181,7 +163,7 @@ class Committer:
     def success_enabled(self) -> bool:
         return self.config.get_bool("outcommit.success.enabled", True)
 
-    def write_success(self, job: JobContext, files: Sequence[str],
+    def write_success(self, job: JobContext, files: Iterable[str],
                       metrics: Mapping[str, int] | None = None,
                       diagnostics: Mapping[str, str] | None = None) -> SuccessData:
         summary = SuccessData.build(
@@ -215,7 +197,7 @@ class Committer:
                                      exc_info=True)
 
     def failed_commit(self, job: JobContext, exc: BaseException, started: float,
-                      files: Sequence[str] = (),
+                      files: Iterable[str] = (),
                       metrics: Mapping[str, int] | None = None) -> JobCommitError:
         """Build the success=false report for a failed job commit and the error to raise."""
         summary = SuccessData.build(
@@ -256,8 +238,23 @@ class JobDirectoryCommitter(Committer):
         return self.store.join(self.job_dir(job.job_id), self.attempt_dir_name(number))
 
     def check_destination_on_setup(self, job: JobContext) -> None:
-        """Conflict mode ``fail`` at job setup; subclasses may know better."""
-        self.check_destination_free()
+        """Conflict mode ``fail`` at job setup, unless the job's publish has begun.
+
+        A later attempt of a job whose commit began finds the job's own files there.
+        """
+        if not journal.exists(self.store, self.job_dir(job.job_id)):
+            self.check_destination_free()
+
+    # -- the publish journal (rename committers) --------------------------------------
+    def load_journal(self, job: JobContext) -> journal.Journal | None:
+        return journal.load(self.store, self.job_dir(job.job_id), job.job_id, self.dest)
+
+    def save_journal(self, job: JobContext, entries: Iterable[journal.Entry]) -> journal.Journal:
+        return journal.save(self.store, self.job_dir(job.job_id), job.job_id, entries)
+
+    def journal_sources(self, job: JobContext) -> Callable[[journal.Entry], Sequence[str]]:
+        """Where a journaled file may still wait to be published (not moved yet)."""
+        return lambda entry: [entry.source]
 
     def setup_job(self, job: JobContext) -> None:
         self.check_destination_on_setup(job)
@@ -268,16 +265,81 @@ class JobDirectoryCommitter(Committer):
                               "committer": self.name, "destination": self.destination})
         self.logger(job).info("set up job attempt %d in %s", job.attempt, attempt_dir)
 
+    def job_marker(self, job: JobContext, attempt: int | None = None) -> str:
+        return self.store.join(self.job_attempt_dir(job, attempt), JOB_MARKER)
+
+    def is_active(self, job: JobContext) -> bool:
+        return self.store.exists(self.job_marker(job))
+
     def require_job(self, job: JobContext, error: type[CommitError]) -> str:
         """The job attempt directory, or ``error`` when the job is not active."""
-        attempt_dir = self.job_attempt_dir(job)
-        if not self.store.exists(self.store.join(attempt_dir, JOB_MARKER)):
+        if not self.is_active(job):
             raise error(
                 f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
                 "it was never set up, or it has already been committed or aborted")
-        return attempt_dir
+        return self.job_attempt_dir(job)
+
+    def cleanup_job(self, job: JobContext) -> None:
+        """End the job, then delete its temporary state (never raises: runs on failure paths).
+
+        The job's markers go first. A straggling attempt checks the marker *after* each
+        write that it makes (write, then check): one that still saw the marker wrote
+        before the deletion below listed the job's directory, so it is deleted with it;
+        one that did not removes what it wrote itself (``abandon_if_job_ended``).
+        """
+        try:
+            for attempt in range(job.attempt + 1):
+                self.store.delete(self.job_marker(job, attempt))
+            self.delete_job_state(job)
+            self.remove_temporary_root()
+        except Exception:
+            self.logger(job).warning("cleanup of %s failed", self.job_dir(job.job_id), exc_info=True)
+
+    def delete_job_state(self, job: JobContext) -> None:
+        """Delete the job's temporary directory, all attempts."""
+        self.store.delete(self.job_dir(job.job_id), recursive=True)
+
+    def prune_job_dir(self, job: JobContext) -> None:
+        """Remove the empty directories a straggler left in a finished job's tree.
+
+        Only directories that are empty go (``Store.delete_empty_dir``): never a file, and
+        never the directory of a job that is still running.
+        """
+        def prune(path: str) -> None:
+            for child in self.store.list_dir(path):
+                if child.is_dir:
+                    prune(child.path)
+            self.store.delete_empty_dir(path)
+
+        prune(self.job_dir(job.job_id))
+        self.remove_temporary_root()
+
+    def abandon_if_job_ended(self, task: TaskAttemptContext, created: Sequence[str]) -> None:
+        """Write, then check: raise if the job ended while ``task`` created ``created``.
+
+        A straggling attempt whose job was committed or aborted meanwhile must not leave
+        its files in the finished job's directory: they are deleted, with the empty
+        directories they needed, before the error is raised.
+        """
+        if self.is_active(task.job):
+            return
+        for path in created:
+            self.store.delete(path, recursive=True)
+        self.prune_job_dir(task.job)
+        raise TaskCommitError(f"job {task.job_id} ended while task attempt {task.attempt_id} was "
+                              f"committing to {self.destination}: its output was discarded")
 
     def abort_job(self, job: JobContext) -> None:
+        """Remove what an interrupted job commit already published, then the job's state."""
+        try:
+            published = self.load_journal(job)
+            if published is not None:
+                removed = journal.rollback(self.store, published, self.journal_sources(job))
+                self.logger(job).warning("abort: removed %d files an interrupted job commit had "
+                                         "published to %s", removed, self.destination)
+        except Exception:  # abort never raises: it runs on failure paths
+            self.logger(job).warning("abort could not undo the interrupted job commit of %s",
+                                     self.destination, exc_info=True)
         self.cleanup_job(job)
 
     # -- task: the attempt writes into its own directory ---------------------------------
@@ -297,6 +359,9 @@ class JobDirectoryCommitter(Committer):
     def abort_task(self, task: TaskAttemptContext) -> None:
         try:
             self.store.delete(self.task_attempt_dir(task), recursive=True)
+            if not self.is_active(task.job):
+                # A straggler of a finished job: the directories its writes created go too.
+                self.prune_job_dir(task.job)
         except Exception:  # abort never raises: it runs on failure paths
             self.logger(task).warning("abort of %s failed", task.attempt_id, exc_info=True)
 
@@ -323,4 +388,4 @@ class CommitterSpec:
 
 
 __all__ = ["JOB_MARKER", "TEMPORARY_DIR", "Committer", "CommitterSpec", "JobDirectoryCommitter",
-           "caps", "is_hidden", "relative_to"]
+           "caps", "is_hidden", "is_inside", "relative_to"]

@@ -1,8 +1,10 @@
 """Flat string configuration under ``outcommit.``, with Hadoop's names where they fit.
 
 Keys arrive from Python callers, Spark (``spark.`` / ``spark.hadoop.`` prefixes) and
-Hadoop-style settings. They are normalised once: prefixes stripped, Hadoop aliases mapped
-to their ``outcommit.`` name (an explicit ``outcommit.`` key wins over its alias).
+Hadoop-style settings. They are normalised on first read: prefixes stripped, aliases
+mapped to their ``outcommit.`` name (an explicit ``outcommit.`` key wins over its alias).
+Core knows the aliases of its own committers (Hadoop's ``mapreduce.*`` names); plugins
+contribute theirs (``fs.s3a.*``...) through the ``register_config_aliases`` hook.
 Unknown ``outcommit.`` keys are reported, never silently ignored.
 """
 
@@ -19,15 +21,10 @@ log = logging.getLogger(__name__)
 
 PREFIX = "outcommit."
 
-# Hadoop (and Spark) names accepted for the same concept.
-ALIASES: dict[str, str] = {
+# Hadoop's names for the settings of core's own committers (FileOutputCommitter, manifest).
+CORE_ALIASES: dict[str, str] = {
     "mapreduce.fileoutputcommitter.marksuccessfuljobs": "outcommit.success.enabled",
     "mapreduce.fileoutputcommitter.algorithm.version": "outcommit.fileoutputcommitter.algorithm.version",
-    "fs.s3a.committer.name": "outcommit.s3a.committer.name",
-    "fs.s3a.committer.threads": "outcommit.committer.threads",
-    "fs.s3a.committer.staging.conflict-mode": "outcommit.committer.conflict-mode",
-    "fs.s3a.committer.staging.unique-filenames": "outcommit.committer.unique-filenames",
-    "fs.s3a.committer.abort.pending.uploads": "outcommit.s3.abort-pending-uploads",
     "mapreduce.manifest.committer.summary.report.directory": "outcommit.manifest.summary-report-dir",
     "mapreduce.manifest.committer.validate.output": "outcommit.manifest.validate-output",
     "mapreduce.manifest.committer.delete.target.files": "outcommit.manifest.delete-target-files",
@@ -38,14 +35,14 @@ ALIASES: dict[str, str] = {
 CORE_KEYS: dict[str, str] = {
     "outcommit.committer": "committer name used for every scheme without its own key",
     "outcommit.committer.allow-unsafe": "allow a committer the store cannot make safe (default false)",
-    "outcommit.committer.threads": "threads for parallel job commit work (default 8)",
+    "outcommit.committer.threads": "threads for parallel job commit work (default: the store's "
+                                   "connection pool, 64 on S3; 8 elsewhere)",
     "outcommit.committer.conflict-mode": "fail | append | replace for committers that support it",
     "outcommit.committer.unique-filenames": "put the job id in file names (default true)",
     "outcommit.success.enabled": "write the _SUCCESS report at job commit (default true)",
     "outcommit.summary-report-dir": "directory to save every job's summary report, also on failure",
     "outcommit.fileoutputcommitter.algorithm.version": "1 or 2: which rename committer 'file' means",
-    "outcommit.s3a.committer.name": "Hadoop's fs.s3a.committer.name: file, directory, partitioned, magic",
-    "outcommit.config.strict": "raise on unknown outcommit. keys instead of warning (default false)",
+    "outcommit.config.strict": "unknown outcommit. keys are errors (default true); false: a warning",
 }
 # ``outcommit.committer.<scheme>`` is known for every registered scheme.
 SCHEME_KEY = re.compile(r"^outcommit\.committer\.(?P<scheme>[a-z][a-z0-9+.-]*)$")
@@ -62,6 +59,13 @@ def normalise_key(key: str) -> str:
     return key
 
 
+def aliases() -> dict[str, str]:
+    """Every alias -> key: core's and the installed plugins' (loads the plugins once)."""
+    from .plugins import get_registry
+
+    return get_registry().config_aliases()
+
+
 class Config(Mapping[str, str]):
     """An immutable mapping of normalised keys to string values."""
 
@@ -72,16 +76,25 @@ class Config(Mapping[str, str]):
             if value is None:
                 continue
             raw[str(key)] = _to_str(value)
-        explicit: dict[str, str] = {}
-        aliased: dict[str, str] = {}
-        for key, value in raw.items():
-            norm = normalise_key(key)
-            if norm in ALIASES:
-                aliased[ALIASES[norm]] = value
-            else:
-                explicit[norm] = value
         self._raw = raw
-        self._values = {**aliased, **explicit}
+        self._normalised: dict[str, str] | None = None
+
+    @property
+    def _values(self) -> dict[str, str]:
+        # Resolved on first read, not at construction: a plugin's aliases are known once
+        # the plugins are loaded, and a Config may be built before that.
+        if self._normalised is None:
+            table = aliases()
+            explicit: dict[str, str] = {}
+            aliased: dict[str, str] = {}
+            for key, value in self._raw.items():
+                norm = normalise_key(key)
+                if norm in table:
+                    aliased[table[norm]] = value
+                else:
+                    explicit[norm] = value
+            self._normalised = {**aliased, **explicit}
+        return self._normalised
 
     # Mapping protocol
     def __getitem__(self, key: str) -> str:

@@ -74,3 +74,46 @@ class DestinationExistsError(CommitError, FileExistsError):
 
 class ContainmentError(CommitError):
     """A path lies outside the job's destination or its temporary areas."""
+
+
+class CorruptCommitDataError(JobCommitError, CorruptFileError):
+    """Job commit refused a corrupt or tampered commit file (names the file and field)."""
+
+    def __init__(self, message: str, summary: object | None, cause: CorruptFileError) -> None:
+        Exception.__init__(self, message)
+        self.summary = summary
+        self.path = cause.path
+        self.field = cause.field
+        self.problem = cause.problem
+
+
+class RenameError(CommitError, OSError):
+    """A rename did not happen, or the store cannot show that it did."""
+
+
+class UploadGoneError(CommitError):
+    """A multipart upload is neither pending nor complete at its destination (aborted, replaced)."""
+
+
+class UploadPendingError(CommitError):
+    """The store kept refusing to complete an upload that is still pending (throttling, outages)."""
+
+
+class OptionError(ConfigError):
+    """An engine's write option is missing, invalid or unknown."""
+
+
+class UnsupportedWriteError(OutcommitError, ValueError):
+    """A write the committer's filesystem cannot accept (append, copy, reserved or '..' paths)."""
+
+
+class SparkVersionError(OutcommitError):
+    """PySpark is missing or too old for Python data sources."""
+
+
+class InjectedFailure(OutcommitError, RuntimeError):
+    """A failure a test or the demo asked for (an engine's failure-injection hook)."""
+
+
+class InjectedFault(OutcommitError, OSError):
+    """The error a ``outcommit.testing.faults.Fault`` raises unless told otherwise."""

@@ -6,6 +6,7 @@ import logging
 import os
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .capabilities import STORE_CAPABILITIES
@@ -29,8 +30,39 @@ _CAPABILITY_MEANING = {
     "fs.create.exclusive": "exclusive create",
 }
 
-# Hadoop's fs.s3a.committer.name values, by the committer they mean here.
-_S3A_NAMES = {"directory": "directory", "partitioned": "partitioned", "magic": "magic"}
+@dataclass(frozen=True)
+class CommitterSelector:
+    """A configuration key that chooses the committer for some schemes.
+
+    Hadoop's ``fs.s3a.committer.name`` is one: the S3 plugin registers it for s3/s3a
+    (``register_committer_selectors``). ``choices`` maps each accepted value to a
+    committer name, or to None for "the FileOutputCommitter that
+    ``mapreduce.fileoutputcommitter.algorithm.version`` names" (Hadoop's ``file``).
+    """
+
+    key: str                            # the outcommit. key holding the value (aliases apply)
+    schemes: tuple[str, ...]
+    choices: Mapping[str, str | None]
+    label: str = ""                     # how a reason names it (default: ``key``)
+    plugin: str = ""
+
+    def choose(self, config: Config) -> tuple[str, str] | None:
+        """(committer, why) when ``config`` sets this key; a value outside choices is an error."""
+        value = config.get_str(self.key)
+        if not value:
+            return None
+        label = self.label or self.key
+        chosen = value.strip().lower()
+        if chosen not in self.choices:
+            raise ConfigError(f"{label}={chosen!r}: use {', '.join(self.choices)}")
+        name = self.choices[chosen]
+        if name is None:
+            name = _algorithm(config.get_str(ALGORITHM_KEY))
+            return name, f"{label}={chosen} (FileOutputCommitter algorithm {name[1]})"
+        return name, f"{label}={chosen}"
+
+
+ALGORITHM_KEY = "outcommit.fileoutputcommitter.algorithm.version"
 
 
 def normalise_url(destination: str) -> str:
@@ -53,25 +85,24 @@ def open_store(destination: str, config: Mapping[str, Any] | Config | None = Non
 
 
 def select_committer(scheme: str, config: Config, explicit: str | None,
-                     default: str) -> tuple[str, str]:
-    """(committer name, why it was chosen), in the documented order."""
+                     default: str, aliases: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(committer name, why it was chosen), in the documented order.
+
+    ``aliases``: the other schemes of the same store (``s3a`` for ``s3``...): their
+    per-scheme key applies too, after the scheme's own.
+    """
     if explicit:
         return explicit, f"committer={explicit!r} given by the caller"
-    per_scheme = config.get_str(f"outcommit.committer.{scheme}")
-    if per_scheme:
-        return per_scheme, f"outcommit.committer.{scheme}={per_scheme}"
-    algorithm = config.get_str("outcommit.fileoutputcommitter.algorithm.version")
-    if scheme in ("s3", "s3a"):
-        s3a = config.get_str("outcommit.s3a.committer.name")
-        if s3a:
-            s3a = s3a.strip().lower()
-            if s3a in _S3A_NAMES:
-                return _S3A_NAMES[s3a], f"fs.s3a.committer.name={s3a}"
-            if s3a == "file":
-                name = _algorithm(algorithm)
-                return name, f"fs.s3a.committer.name=file (FileOutputCommitter algorithm {name[1]})"
-            raise ConfigError(f"fs.s3a.committer.name={s3a!r}: use file, directory, partitioned "
-                              "or magic")
+    for name in (scheme, *(a for a in aliases if a != scheme)):
+        per_scheme = config.get_str(f"outcommit.committer.{name}")
+        if per_scheme:
+            alias = "" if name == scheme else f" ({scheme}:// is an alias of {name}://)"
+            return per_scheme, f"outcommit.committer.{name}={per_scheme}{alias}"
+    for selector in get_registry().committer_selectors():
+        chosen = selector.choose(config) if scheme in selector.schemes else None
+        if chosen is not None:
+            return chosen
+    algorithm = config.get_str(ALGORITHM_KEY)
     if algorithm and default in ("v1", "v2"):
         name = _algorithm(algorithm)
         return name, f"mapreduce.fileoutputcommitter.algorithm.version={algorithm}"
@@ -90,21 +121,10 @@ def _algorithm(value: str | None) -> str:
 
 
 def check_config(config: Config) -> list[str]:
-    """Report ``outcommit.`` keys no installed component reads (raise when strict)."""
-    registry = get_registry()
-    known = dict(registry.config_keys())
-    for spec in registry.committers().values():
-        known.update(spec.config_keys)
-    prefixes = [k for k in known if k.endswith(".")]
-    unknown = config.unknown_keys(known, prefixes, registry.stores())
-    if unknown:
-        message = (f"unknown configuration keys: {', '.join(unknown)} (no installed outcommit "
-                   "component reads them; check the spelling or install the plugin)")
-        if config.get_bool("outcommit.config.strict", False):
-            raise ConfigError(message)
-        warnings.warn(message, stacklevel=3)
-        log.warning("%s", message)
-    return unknown
+    """Refuse ``outcommit.`` keys no installed component reads (see :mod:`outcommit.keys`)."""
+    from .keys import check
+
+    return check(config)
 
 
 def create_committer(destination: str, config: Mapping[str, Any] | Config | None = None,
@@ -113,7 +133,8 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     """The committer for ``destination``.
 
     Chosen by: the ``committer`` argument; ``outcommit.committer.<scheme>``; Hadoop's
-    names (``fs.s3a.committer.name``, ``mapreduce.fileoutputcommitter.algorithm.version``);
+    names (plugins' selectors such as ``fs.s3a.committer.name``;
+    ``mapreduce.fileoutputcommitter.algorithm.version``);
     ``outcommit.committer``; the store's default. A committer that needs a capability
     the store lacks is refused (UnsafeCommitterError) unless ``allow_unsafe`` or
     ``outcommit.committer.allow-unsafe=true``.
@@ -124,7 +145,8 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     scheme = scheme_of(url)
     store_spec = registry.store_spec(scheme)
     check_config(cfg)
-    name, why = select_committer(scheme, cfg, committer, store_spec.default_committer)
+    name, why = select_committer(scheme, cfg, committer, store_spec.default_committer,
+                                 store_spec.schemes)
     spec = registry.committer_spec(name)
     the_store = store or store_spec.factory(url, cfg)
     missing = the_store.capabilities.missing(spec.requires)

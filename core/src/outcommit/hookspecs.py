@@ -44,3 +44,31 @@ def register_config_keys(register: Callable[[str, str], None]) -> None:
 
     A key ending in ``.`` registers a prefix (every key below it is known).
     """
+
+
+@hookspec
+def register_commands(register: Callable[..., None]) -> None:
+    """Add subcommands to the ``outcommit`` CLI: ``register(Command(...))``.
+
+    A command's module is imported when it runs, not when the CLI starts.
+    """
+
+
+@hookspec
+def register_config_aliases(register: Callable[[str, str], None]) -> None:
+    """Register other names of a plugin's keys: ``register(alias, key)``.
+
+    Hadoop's names are the usual aliases (``fs.s3a.committer.threads`` for
+    ``outcommit.committer.threads``); an ``outcommit.`` key given explicitly wins over
+    any alias of it. An alias another plugin registered already is refused.
+    """
+
+
+@hookspec
+def register_committer_selectors(register: Callable[..., None]) -> None:
+    """Register configuration keys that choose the committer for some schemes:
+    ``register(CommitterSelector(...))`` (Hadoop's ``fs.s3a.committer.name`` for s3/s3a).
+
+    The factory consults them after ``outcommit.committer.<scheme>`` and before the
+    FileOutputCommitter algorithm and the store's default.
+    """

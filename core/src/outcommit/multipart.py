@@ -23,8 +23,14 @@ class PendingUpload:
     initiated: datetime | None = None
 
 
+DEFAULT_PART_SIZE = 16 * 1024 * 1024
+
+
 class MultipartUploads(abc.ABC):
     """The operations of delayed-completion multipart uploads, on store paths."""
+
+    #: Bytes per part a writer uploads (every part but the last has exactly this size).
+    part_size: int = DEFAULT_PART_SIZE
 
     @abc.abstractmethod
     def initiate(self, path: str) -> str:

@@ -22,6 +22,7 @@ from .errors import PluginError, UnknownCommitterError, UnknownSchemeError
 
 if TYPE_CHECKING:
     from .committer import CommitterSpec
+    from .factory import CommitterSelector
     from .store import StoreSpec
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,8 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "outcommit"
 DISABLE_AUTOLOAD_ENV = "OUTCOMMIT_DISABLE_PLUGIN_AUTOLOAD"
 
-# Which distribution to install for a scheme nobody registered.
+# fsspec's convention: a hint for a scheme nobody registered (which distribution to
+# install), never an import: core adds no store itself but through the registry.
 KNOWN_DISTRIBUTIONS: dict[str, str] = {
     "s3": "outcommit-s3", "s3a": "outcommit-s3",
     "gs": "outcommit-gcs", "gcs": "outcommit-gcs",
@@ -60,6 +62,11 @@ class Registry:
         self._stores: dict[str, StoreSpec] = {}
         self._committers: dict[str, CommitterSpec] = {}
         self._config_keys: dict[str, str] = {}
+        self._key_owners: dict[str, str] = {}
+        self._aliases: dict[str, str] = {}
+        self._selectors: list[CommitterSelector] = []
+        self._commands: dict[str, Any] = {}
+        self._loading = False
         self._info: dict[str, PluginInfo] = {}
         self._extra: list[tuple[object, str]] = []
 
@@ -72,17 +79,21 @@ class Registry:
     def load(self) -> None:
         """Load the built-ins and (unless disabled) every installed plugin. Idempotent."""
         with self._lock:
-            if self._loaded:
-                return
-            from . import builtin
+            if self._loaded or self._loading:
+                return  # loading: a plugin's import reads configuration meanwhile
+            self._loading = True
+            try:
+                from . import builtin
 
-            self._register_module(builtin, "outcommit", "outcommit")
-            if self._autoload_enabled():
-                self._load_entry_points()
-            for plugin, name in self._extra:
-                self._register_module(plugin, name, None)
-            self._collect()
-            self._loaded = True
+                self._register_module(builtin, "outcommit", "outcommit")
+                if self._autoload_enabled():
+                    self._load_entry_points()
+                for plugin, name in self._extra:
+                    self._register_module(plugin, name, None)
+                self._collect()
+                self._loaded = True
+            finally:
+                self._loading = False
 
     def _load_entry_points(self) -> None:
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
@@ -119,6 +130,11 @@ class Registry:
         stores: dict[str, StoreSpec] = {}
         committers: dict[str, CommitterSpec] = {}
         keys: dict[str, str] = {}
+        key_owners: dict[str, str] = {}
+        aliases: dict[str, str] = {}
+        alias_owner: dict[str, str] = {}
+        selectors: list[CommitterSelector] = []
+        commands: dict[str, Any] = {}
         for info in self._info.values():
             info.schemes.clear()
             info.committers.clear()
@@ -149,15 +165,44 @@ class Registry:
                 committers[spec.name] = spec
                 _i.committers.append(spec.name)
 
-            def add_key(key: str, description: str = "") -> None:
+            def add_key(key: str, description: str = "", *, _n: str = name) -> None:
                 keys[key] = description
+                key_owners[key] = _n
+
+            def add_alias(alias: str, key: str, *, _n: str = name) -> None:
+                if alias in aliases and aliases[alias] != key:
+                    raise PluginError(
+                        f'plugin "{_n}" registers {alias!r} as an alias of {key!r}; plugin '
+                        f'"{alias_owner[alias]}" made it an alias of {aliases[alias]!r}')
+                aliases[alias] = key
+                alias_owner[alias] = _n
+
+            def add_selector(selector: CommitterSelector, *, _n: str = name) -> None:
+                object.__setattr__(selector, "plugin", _n)
+                selectors.append(selector)
+
+            def add_command(command: Any, *, _n: str = name) -> None:
+                if command.name in commands:
+                    raise PluginError(f'plugin "{_n}" registers the command "{command.name}" '
+                                      f'that plugin "{commands[command.name].plugin}" registered')
+                object.__setattr__(command, "plugin", _n)
+                commands[command.name] = command
 
             hooks = self._pm.subset_hook_caller  # call one plugin's hooks at a time, in order
             others = [p for p in self._pm.get_plugins() if p is not plugin]
             hooks("register_stores", others)(register=add_store)
             hooks("register_committers", others)(register=add_committer)
             hooks("register_config_keys", others)(register=add_key)
+            hooks("register_config_aliases", others)(register=add_alias)
+            hooks("register_committer_selectors", others)(register=add_selector)
+            hooks("register_commands", others)(register=add_command)
+        for spec in committers.values():  # keys a committer declares are its plugin's
+            for key, description in spec.config_keys.items():
+                keys.setdefault(key, description)
+                key_owners.setdefault(key, spec.plugin)
         self._stores, self._committers, self._config_keys = stores, committers, keys
+        self._key_owners = key_owners
+        self._aliases, self._selectors, self._commands = aliases, selectors, commands
 
     # -- lookups -----------------------------------------------------------------
     def store_spec(self, scheme: str) -> StoreSpec:
@@ -192,6 +237,25 @@ class Registry:
     def config_keys(self) -> dict[str, str]:
         self.load()
         return dict(self._config_keys)
+
+    def key_owners(self) -> dict[str, str]:
+        """Configuration key -> the plugin that registered it."""
+        self.load()
+        return dict(self._key_owners)
+
+    def config_aliases(self) -> dict[str, str]:
+        """Alias -> key, core's and every plugin's (during loading: those collected so far)."""
+        self.load()
+        return dict(self._aliases)
+
+    def committer_selectors(self) -> list[CommitterSelector]:
+        self.load()
+        return list(self._selectors)
+
+    def commands(self) -> dict[str, Any]:
+        """CLI subcommands plugins contributed (``outcommit.cli.Command``), by name."""
+        self.load()
+        return dict(self._commands)
 
     def plugins(self) -> list[PluginInfo]:
         self.load()

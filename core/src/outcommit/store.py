@@ -12,16 +12,16 @@ import json
 import logging
 import posixpath
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, ClassVar, Literal
+from typing import IO, Any, ClassVar, Literal, Protocol, cast
 
 import fsspec
 
 from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
-from .errors import CorruptFileError, OutcommitError
+from .errors import CorruptFileError, RenameError
 from .multipart import MultipartUploads
 
 log = logging.getLogger(__name__)
@@ -43,12 +43,26 @@ class FileInfo:
 
 
 RenameOutcome = Literal["done", "not-done", "unknown"]
+
+
+# -- optional interfaces: a store implements one and declares the capability naming it ----------
+class BatchDelete(Protocol):
+    """``fs.delete.batch``: delete many files in few requests (S3: 1,000 per DeleteObjects).
+
+    Deleting nothing is success; a file that could not be deleted raises (a store that
+    answers "done" with per-file errors must turn them into an exception).
+    """
+
+    def delete_many(self, paths: Sequence[str]) -> None: ...
+
+
+class ObjectMetadata(Protocol):
+    """``fs.object.metadata``: write a file that carries user metadata (S3: ``x-amz-meta-*``)."""
+
+    def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None: ...
+
 _THROTTLE_MARKERS = ("SlowDown", "ServerBusy", "TooManyRequests", "Too Many Requests",
                      "503 Service Unavailable", "rateLimitExceeded")
-
-
-class RenameError(OutcommitError, OSError):
-    """A rename did not happen (and the store knows it did not)."""
 
 
 class Store:
@@ -62,6 +76,9 @@ class Store:
     capabilities: Capabilities = Capabilities()
     #: Committer used when the caller names none.
     default_committer: ClassVar[str] = "v1"
+    #: Requests the store's clients serve at once (a connection pool's size): the default
+    #: of ``outcommit.committer.threads``.
+    parallelism: int = 8
 
     def __init__(self, url: str, config: Config | None = None,
                  fs: fsspec.AbstractFileSystem | None = None) -> None:
@@ -83,6 +100,25 @@ class Store:
 
     def has_capability(self, name: str) -> bool:
         return self.capabilities.has_capability(name)
+
+    # Optional interfaces, like multipart(): decided by the capability the store declares,
+    # never by probing attributes (a wrapper declares what its inner store does).
+    def batch_delete(self) -> BatchDelete | None:
+        """This store as a ``BatchDelete`` when it declares ``fs.delete.batch``."""
+        return cast(BatchDelete, self) if self.has_capability(caps.DELETE_BATCH) else None
+
+    def object_metadata(self) -> ObjectMetadata | None:
+        """This store as an ``ObjectMetadata`` when it declares ``fs.object.metadata``."""
+        return cast(ObjectMetadata, self) if self.has_capability(caps.OBJECT_METADATA) else None
+
+    def delete_files(self, paths: Sequence[str]) -> None:
+        """Delete files (not directories): in batches where the store can, else one by one."""
+        batch = self.batch_delete()
+        if batch is not None:
+            batch.delete_many(paths)
+            return
+        for path in paths:
+            self.delete(path)
 
     def strip(self, url: str) -> str:
         """Store path of a URL of this store."""
@@ -286,4 +322,8 @@ class StoreSpec:
     capabilities: Capabilities
     description: str = ""
     plugin: str = ""
+
+
+__all__ = ["BatchDelete", "FileInfo", "ObjectMetadata", "RenameError", "RenameOutcome",
+           "Store", "StoreSpec"]
 

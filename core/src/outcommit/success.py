@@ -5,9 +5,10 @@ Hadoop's tooling reads it; a zero-byte ``_SUCCESS`` is never written by outcommi
 
 from __future__ import annotations
 
+import heapq
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,15 +39,26 @@ class SuccessData:
             self.date = time.strftime("%a %b %d %H:%M:%S %Z %Y", time.localtime(self.timestamp / 1000))
 
     @classmethod
-    def build(cls, *, committer: str, job_id: str, job_id_source: str, files: Sequence[str],
+    def build(cls, *, committer: str, job_id: str, job_id_source: str, files: Iterable[str],
               metrics: Mapping[str, int] | None = None,
               diagnostics: Mapping[str, str] | None = None, success: bool = True,
               description: str = "") -> SuccessData:
-        """A report listing at most 100 of ``files``; the total goes in the metrics."""
-        all_metrics = {"files.committed": len(files), **(metrics or {})}
+        """A report listing the first 100 of ``files`` (in order); the total goes in the metrics.
+
+        ``files`` is read once, as it comes: a job of 100k files never has their names in a list.
+        """
+        count = 0
+
+        def counted() -> Iterator[str]:
+            nonlocal count
+            for name in files:
+                count += 1
+                yield name
+
+        first = heapq.nsmallest(MAX_FILENAMES, counted())
+        all_metrics = {"files.committed": count, **(metrics or {})}
         return cls(committer=committer, jobId=job_id, jobIdSource=job_id_source,
-                   description=description, success=success,
-                   filenames=sorted(files)[:MAX_FILENAMES],
+                   description=description, success=success, filenames=first,
                    metrics={k: int(v) for k, v in all_metrics.items()},
                    diagnostics={k: str(v) for k, v in (diagnostics or {}).items()})
 

@@ -9,13 +9,17 @@ Layout (one directory per job id, so concurrent jobs to one destination never me
 v1 renames the attempt directory at task commit and merges committed task directories
 into the destination at job commit; v2 merges each file into the destination at task
 commit, so its output is visible early and a failed task commit cannot be repeated.
+
+v1's job commit saves a publish journal (:mod:`.journal`) before its first merge, per
+job: a later call or the next job attempt resumes it without redoing conflict handling,
+and an abort removes what it had already moved.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import capabilities as caps
@@ -24,9 +28,9 @@ from ..committer import TEMPORARY_DIR, Committer, JobDirectoryCommitter, is_hidd
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
 from ..store import FileInfo
-from ..success import SuccessData
+from ..success import SUCCESS_FILE, SuccessData, load_success
+from . import journal
 
-COMMIT_STARTED = "_commit-started.json"
 _TASK_ID = re.compile(r"^task_[A-Za-z0-9_.-]+_\d{6}$")
 
 
@@ -41,15 +45,6 @@ class FileOutputCommitter(JobDirectoryCommitter):
 
     def committed_task_dir(self, task: TaskAttemptContext) -> str:
         return self.store.join(self.job_attempt_dir(task.job), task.task_id)
-
-    # -- job -------------------------------------------------------------------------
-    def cleanup_job(self, job: JobContext) -> None:
-        log = self.logger(job)
-        try:
-            self.store.delete(self.job_dir(job.job_id), recursive=True)
-            self.remove_temporary_root()
-        except Exception:  # abort and cleanup never raise: they run on failure paths
-            log.warning("cleanup of %s failed", self.job_dir(job.job_id), exc_info=True)
 
     # -- task ------------------------------------------------------------------------
     def _task_message(self, task: TaskAttemptContext, files: Sequence[FileInfo],
@@ -104,6 +99,8 @@ class FileOutputCommitterV1(FileOutputCommitter):
     requires = (caps.RENAME_DIRECTORY_ATOMIC, caps.LISTING_CONSISTENT)
     capabilities = Capabilities.of(
         caps.TASK_COMMIT_REPEATABLE,
+        # Resumed from the publish journal (beyond Hadoop, whose v1 job commit is not).
+        caps.JOB_COMMIT_REPEATABLE,
         caps.JOB_RECOVERABLE,
         caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT,
     )
@@ -112,14 +109,27 @@ class FileOutputCommitterV1(FileOutputCommitter):
         self.require_job(task.job, TaskCommitError)
         attempt_dir = self.task_attempt_dir(task)
         committed = self.committed_task_dir(task)
+        if not self.store.exists(attempt_dir):
+            if self.store.is_dir(committed):
+                # A repeated commit of this attempt (the first one's result was lost): its
+                # output is already the task's committed directory, not "no output".
+                message = self._task_message(task, self.store.list_files(committed), committed)
+                self.logger(task).info("task %s: already committed (%d files)", task.attempt_id,
+                                       len(message["files"]))
+                return message
+            self.logger(task).info("task %s: no output to commit", task.attempt_id)
+            return self._task_message(task, [], attempt_dir)
         files = self.store.list_files(attempt_dir)
         message = self._task_message(task, files, attempt_dir)
-        if not self.store.exists(attempt_dir):
-            self.logger(task).info("task %s: no output to commit", task.attempt_id)
-            return message
-        # A previous attempt of this task may have committed: the last committer wins.
-        self.store.delete(committed, recursive=True)
-        self.store.rename_dir(attempt_dir, committed)
+        try:
+            # A previous attempt of this task may have committed: the last committer wins.
+            self.store.delete(committed, recursive=True)
+            self.store.rename_dir(attempt_dir, committed)
+        except Exception as exc:
+            self.abandon_if_job_ended(task, [committed])  # the job's cleanup took our directory
+            raise TaskCommitError(f"task commit of {task.attempt_id} failed renaming "
+                                  f"{self.store.url(attempt_dir)}: {exc}") from exc
+        self.abandon_if_job_ended(task, [committed])
         self.logger(task).info("committed task %s (%d files)", task.attempt_id, len(files))
         return message
 
@@ -140,36 +150,53 @@ class FileOutputCommitterV1(FileOutputCommitter):
                                task.job.attempt - 1)
         return True
 
+    def journal_sources(self, job: JobContext) -> Callable[[journal.Entry], Sequence[str]]:
+        # A recovered task's committed directory moved to the next job attempt's.
+        job_dir = self.job_dir(job.job_id)
+        attempts = [a.path for a in self.store.list_dir(job_dir) if a.is_dir]
+
+        def sources(entry: journal.Entry) -> list[str]:
+            inside = relative_to(entry.source, job_dir).split("/", 1)[1]
+            return [self.store.join(a, inside) for a in attempts]
+        return sources
+
+    def _task_dirs(self, job: JobContext, attempt_dir: str,
+                   messages: Sequence[Mapping[str, Any]] | None, resumed: bool) -> list[str]:
+        """Committed task directories to merge: the messages' tasks, or all of them."""
+        if messages is None:
+            return [c.path for c in self.store.list_dir(attempt_dir)
+                    if c.is_dir and not is_hidden(c.name)]
+        task_dirs = [self.store.join(attempt_dir, self._validate_message(job, m))
+                     for m in messages if m.get("files")]
+        # A resumed commit may already have merged a task's directory away entirely.
+        missing = [d for d in task_dirs if not resumed and not self.store.is_dir(d)]
+        if missing:
+            raise CommitError(f"committed task output missing: {missing[0]}")
+        return task_dirs
+
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = time.monotonic()
         log = self.logger(job)
         attempt_dir = self.require_job(job, JobCommitError)
-        started_marker = self.store.join(attempt_dir, COMMIT_STARTED)
-        if self.store.exists(started_marker):
-            raise JobCommitError(
-                f"job commit of {job.job_id} was already attempted and v1 job commit is not "
-                "repeatable: the destination may hold part of the output. Abort the job, clean "
-                "the destination and rerun the job")
         files: list[str] = []
         try:
-            if messages is not None:
-                task_dirs = [self.store.join(attempt_dir, self._validate_message(job, m))
-                             for m in messages if m.get("files")]
-                missing = [d for d in task_dirs if not self.store.is_dir(d)]
-                if missing:
-                    raise CommitError(f"committed task output missing: {missing[0]}")
+            published = self.load_journal(job)
+            task_dirs = self._task_dirs(job, attempt_dir, messages, published is not None)
+            waiting = [(f, self.dest_path(relative_to(f.path, d)))
+                       for d in task_dirs for f in self.store.list_files(d)]
+            if published is None:
+                # Conflict handling runs once per job: a resumed commit must not refuse or
+                # delete the files an earlier try already moved.
+                self.check_destination_free()
+                if self.conflict_mode == "replace":
+                    self.replace_destination(job)
+                published = self.save_journal(job, journal.entries_from(waiting))
             else:
-                task_dirs = [c.path for c in self.store.list_dir(attempt_dir)
-                             if c.is_dir and not is_hidden(c.name)]
-            listings = {d: self.store.list_files(d) for d in task_dirs}
-            for task_dir, found in listings.items():
-                files.extend(self.store.url(self.dest_path(relative_to(f.path, task_dir)))
-                             for f in found)
-            self.check_destination_free()
-            self.store.save_json(started_marker, {"jobId": job.job_id, "started": time.time()})
-            if self.conflict_mode == "replace":
-                self.replace_destination(job)
+                log.info("resuming an interrupted job commit (%d files journaled)",
+                         len(published.entries))
+            files = sorted({self.store.url(e.dest) for e in published.entries}
+                           | {self.store.url(dest) for _, dest in waiting})
             for task_dir in task_dirs:
                 for child in self.store.list_dir(task_dir):
                     merge_paths_v1(self, child, self.store.join(self.dest, child.name))
@@ -256,10 +283,26 @@ class FileOutputCommitterV2(FileOutputCommitter):
         # The committed output is already in the destination.
         return False
 
+    def _own_success(self, job: JobContext) -> SuccessData | None:
+        """The destination's ``_SUCCESS`` if it reports this job's successful commit."""
+        try:
+            report = load_success(self.store, self.store.join(self.dest, SUCCESS_FILE))
+        except (FileNotFoundError, CorruptFileError):
+            return None
+        return report if report.success and report.jobId == job.job_id else None
+
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = time.monotonic()
-        self.require_job(job, JobCommitError)
+        try:
+            self.require_job(job, JobCommitError)
+        except JobCommitError:
+            # Repeatable, as Hadoop requires of v2: the job's own report means it is done.
+            done = self._own_success(job)
+            if done is None:
+                raise
+            self.logger(job).info("job already committed: returning its _SUCCESS report")
+            return done
         files: list[str] = []
         try:
             if messages is not None:

@@ -18,18 +18,14 @@ from typing import Any, Literal
 
 from .. import capabilities as caps
 from ..context import JobContext, TaskAttemptContext
-from ..errors import CommitError
+from ..errors import CommitError, InjectedFailure
 from ..factory import create_committer
 from ..success import SuccessData
-from .writer import write_table
+from .writer import StreamingWriter
 
 log = logging.getLogger(__name__)
 
 Point = Literal["mid-write", "before-commit", "after-commit"]
-
-
-class InjectedTaskFailure(RuntimeError):
-    """Raised by a task attempt at its FailurePoint."""
 
 
 @dataclass(frozen=True)
@@ -96,20 +92,23 @@ def run_task_attempt(spec: TaskSpec) -> TaskResult:
     try:
         def maybe_fail(seq: int, rel: str) -> None:
             if failure and failure.point == "mid-write" and seq >= failure.after_files:
-                raise InjectedTaskFailure(
+                raise InjectedFailure(
                     f"injected failure of task {spec.index} attempt {spec.attempt} mid-write")
 
-        written = write_table(committer.filesystem(task), committer.work_path(task), spec.table,
-                              task_index=spec.index, job_id=task.job_id, attempt=spec.attempt,
-                              fmt=spec.fmt, partition_by=spec.partition_by,
-                              max_rows_per_file=spec.max_rows_per_file, on_file=maybe_fail)
+        # A table, or any iterable of record batches: written as they come.
+        batches = spec.table.to_batches(max_chunksize=64 * 1024) \
+            if hasattr(spec.table, "to_batches") else spec.table
+        written = StreamingWriter(committer.filesystem(task), committer.work_path(task), spec.index,
+                                  task.job_id, spec.attempt, spec.fmt, spec.partition_by,
+                                  max_rows_per_file=spec.max_rows_per_file,
+                                  on_file=maybe_fail).write_batches(batches)
         if failure and failure.point == "mid-write":
             maybe_fail(len(written) + failure.after_files, "")
         if failure and failure.point == "before-commit":
-            raise InjectedTaskFailure(f"injected failure of task {spec.index} before commit")
+            raise InjectedFailure(f"injected failure of task {spec.index} before commit")
         message = committer.commit_task(task)
         if failure and failure.point == "after-commit":
-            raise InjectedTaskFailure(f"injected loss of task {spec.index}'s commit message")
+            raise InjectedFailure(f"injected loss of task {spec.index}'s commit message")
     except BaseException:
         if not (failure and failure.crash):
             committer.abort_task(task)
@@ -179,7 +178,7 @@ class LocalDriver:
                     except Exception as exc:
                         failures.append(f"task {index} attempt {attempt}: {exc}")
                         self.progress(f"task {index} attempt {attempt} failed: {exc}")
-                        committed = isinstance(exc, InjectedTaskFailure) and "commit message" in str(exc)
+                        committed = isinstance(exc, InjectedFailure) and "commit message" in str(exc)
                         if committed and not committer.has_capability(caps.TASK_COMMIT_REPEATABLE):
                             raise CommitError(
                                 f"task {index} failed after its commit started and {committer.name} "

@@ -1,5 +1,12 @@
-"""Writing Arrow data into a committer's work path: Parquet, CSV or JSON lines, optionally
-Hive-partitioned (``col=value/`` directories, partition columns not stored in the files).
+"""Writing Arrow data into a committer's work path as it arrives: Parquet, CSV or JSON lines,
+optionally Hive-partitioned (``col=value/`` directories, partition columns not stored in
+the files).
+
+A task never holds its partition: :class:`StreamingWriter` takes record batches one at a
+time, splits each by partition value, and appends the rows to one open file per
+partition directory, which rolls over to a new file after ``max_rows_per_file`` rows or
+``max_bytes_per_file`` bytes. A task's memory is its open files' buffers (a Parquet row
+group being filled, the store stream's buffer), whatever the size of its partition.
 
 Shared by the local engine and the PySpark data source. Any fsspec filesystem works,
 including the magic committer's, because files are written through ``fs.open``.
@@ -7,17 +14,22 @@ including the magic committer's, because files are written through ``fs.open``.
 
 from __future__ import annotations
 
-import io
 import json
 import posixpath
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
+
+from ..errors import ConfigError
 
 FORMATS = ("parquet", "csv", "json")
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json"}
+#: Rows gathered before a Parquet row group is written (unless ``row_group_size`` says).
+DEFAULT_ROW_GROUP_ROWS = 128 * 1024
+#: Bytes (Arrow) gathered before a Parquet row group is written, whatever the rows.
+ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -46,73 +58,193 @@ def file_name(task_index: int, job_id: str, attempt: int, fmt: str, seq: int = 0
     return f"part-{task_index:05d}-{seq:03d}{suffix}.{_EXTENSIONS[fmt]}"
 
 
-def _partitions(table: Any, columns: Sequence[str]) -> Iterable[tuple[str, Any]]:
-    import pyarrow.compute as pc
+def split_by_partition(batch: Any, columns: Sequence[str]) -> list[tuple[str, Any]]:
+    """(``col=value/...`` directory, rows without the partition columns) for each partition
+    value in ``batch``; one hash grouping, whatever the number of partitions."""
+    import pyarrow as pa
 
     if not columns:
-        yield "", table
-        return
-    missing = [c for c in columns if c not in table.column_names]
+        return [("", batch)]
+    missing = [c for c in columns if c not in batch.schema.names]
     if missing:
-        raise ValueError(f"partition columns not in the data: {', '.join(missing)}")
-    keys = table.select(list(columns)).group_by(list(columns)).aggregate([]).to_pylist()
-    data_columns = [c for c in table.column_names if c not in columns]
-    for key in sorted(keys, key=lambda k: tuple(str(k[c]) for c in columns)):
-        mask = None
-        for column in columns:
-            value = key[column]
-            cond = pc.is_null(table[column]) if value is None else pc.equal(table[column], value)
-            mask = cond if mask is None else pc.and_(mask, cond)
-        part = table.filter(mask).select(data_columns)
-        directory = "/".join(f"{c}={escape_partition_value(key[c])}" for c in columns)
-        yield directory, part
+        raise ConfigError(f"partition columns not in the data: {', '.join(missing)}")
+    data_columns = [c for c in batch.schema.names if c not in columns]
+    keyed = pa.table({**{c: batch.column(c) for c in columns},
+                      "__row": pa.array(range(batch.num_rows), pa.int64())})
+    groups = keyed.group_by(list(columns), use_threads=False).aggregate([("__row", "list")])
+    out = []
+    for group in groups.to_pylist():
+        directory = "/".join(f"{c}={escape_partition_value(group[c])}" for c in columns)
+        out.append((directory, batch.select(data_columns).take(pa.array(group["__row_list"]))))
+    return sorted(out, key=lambda item: item[0])
 
 
-def _encode(table: Any, fmt: str, options: dict[str, Any]) -> bytes:
-    sink = io.BytesIO()
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+class _OpenFile:
+    """One file being written in one partition directory, in one format."""
 
-        pq.write_table(table, sink, **options)
-    elif fmt == "csv":
-        import pyarrow.csv as pacsv
+    def __init__(self, fs: Any, path: str, relative: str, schema: Any, fmt: str,
+                 options: dict[str, Any]) -> None:
+        self.relative = relative
+        self.fmt = fmt
+        self.rows = 0
+        self.stream = fs.open(path, "wb")
+        self.pending: list[Any] = []   # Parquet: batches of the row group being filled
+        self.pending_rows = 0
+        self.pending_bytes = 0
+        self.row_group_rows = int(options.get("row_group_size") or DEFAULT_ROW_GROUP_ROWS)
+        try:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
 
-        pacsv.write_csv(table, sink)
-    elif fmt == "json":
-        for row in table.to_pylist():
-            sink.write(json.dumps(row, default=str, ensure_ascii=False).encode("utf-8"))
-            sink.write(b"\n")
-    else:
-        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    return sink.getvalue()
+                kwargs = {k: v for k, v in options.items() if k != "row_group_size"}
+                self.writer: Any = pq.ParquetWriter(self.stream, schema, **kwargs)
+            elif fmt == "csv":
+                import pyarrow.csv as pacsv
+
+                self.writer = pacsv.CSVWriter(self.stream, schema)
+            else:
+                self.writer = None
+        except BaseException:
+            self.discard()
+            raise
+
+    def write(self, batch: Any) -> None:
+        self.rows += batch.num_rows
+        if self.fmt == "parquet":
+            self.pending.append(batch)
+            self.pending_rows += batch.num_rows
+            self.pending_bytes += batch.nbytes
+            if self.pending_rows >= self.row_group_rows or self.pending_bytes >= ROW_GROUP_BYTES:
+                self._flush_row_group()
+        elif self.fmt == "csv":
+            self.writer.write_batch(batch)
+        else:
+            for row in batch.to_pylist():
+                self.stream.write(json.dumps(row, default=str, ensure_ascii=False).encode("utf-8"))
+                self.stream.write(b"\n")
+
+    def _flush_row_group(self) -> None:
+        import pyarrow as pa
+
+        if self.pending:
+            table = pa.Table.from_batches(self.pending)
+            self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+
+    def size(self) -> int:
+        """Bytes written so far (what the store stream has taken)."""
+        return int(self.stream.tell()) + self.pending_bytes
+
+    def close(self) -> WrittenFile:
+        if self.fmt == "parquet":
+            self._flush_row_group()
+        if self.writer is not None:
+            self.writer.close()
+        written = int(self.stream.tell())
+        self.stream.close()
+        return WrittenFile(self.relative, self.rows, written)
+
+    def discard(self) -> None:
+        """A failed write: the stream is thrown away (a magic upload is aborted, not saved)."""
+        discard = getattr(self.stream, "discard", None)
+        try:
+            if discard is not None:
+                discard()
+            else:
+                self.stream.close()
+        except Exception:
+            pass
+
+
+@dataclass
+class StreamingWriter:
+    """Write record batches under ``base`` through ``fs``, one open file per partition.
+
+    ``on_file(seq, relative_path)`` is called before each file is opened (the engines'
+    failure injection fails an attempt mid-write there).
+    """
+
+    fs: Any
+    base: str
+    task_index: int
+    job_id: str
+    attempt: int
+    fmt: str = "parquet"
+    partition_by: Sequence[str] = ()
+    unique: bool = True
+    max_rows_per_file: int = 0
+    max_bytes_per_file: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    on_file: Callable[[int, str], None] | None = None
+    written: list[WrittenFile] = field(default_factory=list)
+    _open: dict[str, _OpenFile] = field(default_factory=dict)
+    _seq: int = 0
+
+    def __post_init__(self) -> None:
+        if self.fmt not in FORMATS:
+            raise ConfigError(f"unknown format {self.fmt!r}: use one of {', '.join(FORMATS)}")
+
+    def write_batch(self, batch: Any) -> None:
+        if batch.num_rows == 0:
+            return  # an empty task writes no file, as Spark does
+        for directory, part in split_by_partition(batch, list(self.partition_by)):
+            offset = 0
+            while offset < part.num_rows:
+                current = self._file(directory, part.schema)
+                room = part.num_rows - offset
+                if self.max_rows_per_file > 0:
+                    room = min(room, self.max_rows_per_file - current.rows)
+                current.write(part.slice(offset, room))
+                offset += room
+                if self._full(current):
+                    self.written.append(self._open.pop(directory).close())
+
+    def write_batches(self, batches: Iterable[Any]) -> list[WrittenFile]:
+        """Write every batch, then close; on failure the open files are thrown away."""
+        try:
+            for batch in batches:
+                self.write_batch(batch)
+        except BaseException:
+            self.abort()
+            raise
+        return self.close()
+
+    def _full(self, current: _OpenFile) -> bool:
+        return ((self.max_rows_per_file > 0 and current.rows >= self.max_rows_per_file)
+                or (self.max_bytes_per_file > 0 and current.size() >= self.max_bytes_per_file))
+
+    def _file(self, directory: str, schema: Any) -> _OpenFile:
+        current = self._open.get(directory)
+        if current is None:
+            name = file_name(self.task_index, self.job_id, self.attempt, self.fmt, self._seq,
+                             self.unique)
+            relative = posixpath.join(directory, name) if directory else name
+            if self.on_file is not None:
+                self.on_file(self._seq, relative)
+            self._seq += 1
+            current = self._open[directory] = _OpenFile(
+                self.fs, posixpath.join(self.base, relative), relative, schema, self.fmt,
+                dict(self.options))
+        return current
+
+    def close(self) -> list[WrittenFile]:
+        """Finish every open file; what was written, in order."""
+        for directory in sorted(self._open):
+            self.written.append(self._open.pop(directory).close())
+        return self.written
+
+    def abort(self) -> None:
+        for current in self._open.values():
+            current.discard()
+        self._open.clear()
 
 
 def write_table(fs: Any, base: str, table: Any, *, task_index: int, job_id: str, attempt: int,
                 fmt: str = "parquet", partition_by: Sequence[str] = (), unique: bool = True,
                 max_rows_per_file: int = 0, options: dict[str, Any] | None = None,
-                on_file: Any = None) -> list[WrittenFile]:
-    """Write ``table`` under ``base`` through ``fs``; returns what was written.
-
-    ``on_file(index, relative_path)`` is called before each file is written (the local
-    engine's failure injection uses it to fail mid-write).
-    """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    written: list[WrittenFile] = []
-    seq = 0
-    for directory, part in _partitions(table, list(partition_by)):
-        if part.num_rows == 0:
-            continue  # an empty task writes no file, as Spark does
-        step = max_rows_per_file if max_rows_per_file > 0 else part.num_rows
-        for offset in range(0, part.num_rows, step):
-            chunk = part.slice(offset, step)
-            name = file_name(task_index, job_id, attempt, fmt, seq, unique)
-            rel = posixpath.join(directory, name) if directory else name
-            if on_file is not None:
-                on_file(seq, rel)
-            data = _encode(chunk, fmt, dict(options or {}))
-            with fs.open(posixpath.join(base, rel), "wb") as f:
-                f.write(data)
-            written.append(WrittenFile(rel, chunk.num_rows, len(data)))
-            seq += 1
-    return written
+                on_file: Callable[[int, str], None] | None = None,
+                max_chunk_rows: int = 64 * 1024) -> list[WrittenFile]:
+    """Write an Arrow table (as batches of ``max_chunk_rows``) through a StreamingWriter."""
+    writer = StreamingWriter(fs, base, task_index, job_id, attempt, fmt, partition_by, unique,
+                             max_rows_per_file, 0, dict(options or {}), on_file)
+    return writer.write_batches(table.to_batches(max_chunksize=max_chunk_rows))

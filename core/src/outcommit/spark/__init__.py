@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import OutcommitError
+from ..errors import SparkVersionError
 from .options import DATA_SOURCE_OPTIONS, FAIL_TASK_ONCE_OPTION, WritePlan, build_plan, session_config
 
 SOURCE_NAME = "outcommit"
 MIN_PYSPARK = (4, 0)
-
-
-class SparkVersionError(OutcommitError):
-    """PySpark is missing or too old for Python data sources."""
 
 
 def _check_pyspark() -> str:

@@ -13,7 +13,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -22,6 +22,8 @@ from pyspark.sql.types import StructType
 
 from ..committer import Committer
 from ..context import JobContext
+from ..engine.tasks import commit_accepted_attempts, commits_on_executor
+from ..errors import InjectedFailure, OptionError, OutcommitError
 from ..factory import create_committer, open_store
 from ..store import Store
 from ..success import SuccessData
@@ -47,10 +49,6 @@ def cached_store(destination: str, config: dict[str, str]) -> Store:
         return store
 
 
-class InjectedTaskFailure(RuntimeError):
-    """Raised by the ``_failTaskOnce`` hook: the attempt dies mid-write without cleanup."""
-
-
 @dataclass
 class OutcommitCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     """What one committed task attempt sends to the driver."""
@@ -58,10 +56,22 @@ class OutcommitCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     task_index: int
     attempt: int
     task_message: dict[str, Any] | None
+    #: The attempt wrote output that the driver must commit (committers whose task commit
+    #: is not isolated: see ``outcommit.engine.tasks``).
+    commit_on_driver: bool = False
     rows: int = 0
     files: int = 0
     bytes: int = 0
     paths: list[str] = field(default_factory=list)
+    #: The Python worker's peak resident memory when the task finished (bytes).
+    peak_rss: int = 0
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes (Linux: ru_maxrss is in KiB)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def _driver_logging() -> None:
@@ -96,10 +106,10 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
     def __init__(self, plan: WritePlan, schema: StructType) -> None:
         missing = [c for c in plan.partition_by if c not in schema.fieldNames()]
         if missing:
-            raise ValueError(f"partitionBy names columns the data does not have: {', '.join(missing)} "
+            raise OptionError(f"partitionBy names columns the data does not have: {', '.join(missing)} "
                              f"(columns: {', '.join(schema.fieldNames())})")
         if plan.partition_by and len(plan.partition_by) == len(schema.fieldNames()):
-            raise ValueError("partitionBy names every column: no data would be left in the files")
+            raise OptionError("partitionBy names every column: no data would be left in the files")
         # Created here first: an unknown or unsafe committer fails before any task runs.
         committer = create_committer(plan.destination, plan.config, plan.committer)
         job = plan.job_context()
@@ -122,14 +132,13 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     # -- task attempt (executor) ---------------------------------------------------
     def write(self, iterator: Iterator[Any]) -> OutcommitCommitMessage:
-        import pyarrow as pa
         from pyspark import TaskContext
 
-        from ..engine.writer import write_table
+        from ..engine.writer import StreamingWriter
 
         context = TaskContext.get()
         if context is None:
-            raise RuntimeError("OutcommitWriter.write runs only inside a Spark task")
+            raise OutcommitError("OutcommitWriter.write runs only inside a Spark task")
         index, attempt = context.partitionId(), context.attemptNumber()
         committer, job = self._committer()
         task = job.task_attempt(index, attempt)
@@ -138,34 +147,40 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
         def fail_mid_write(seq: int, relative: str) -> None:
             if fail_now and seq >= 1:
-                raise InjectedTaskFailure(f"injected failure: task {index} attempt {attempt} "
-                                          f"dies after writing {seq} file(s) (test hook _failTaskOnce)")
+                raise InjectedFailure(f"injected failure: task {index} attempt {attempt} "
+                                      f"dies after writing {seq} file(s) (test hook _failTaskOnce)")
 
         committer.setup_task(task)
+        writer = StreamingWriter(
+            committer.filesystem(task), committer.work_path(task), index, job.job_id, attempt,
+            plan.fmt, plan.partition_by, max_rows_per_file=plan.max_rows_per_file,
+            max_bytes_per_file=plan.max_bytes_per_file, options=dict(plan.file_options),
+            on_file=fail_mid_write)
         try:
-            batches = list(iterator)
-            written = []
-            if batches and sum(b.num_rows for b in batches):
-                table = pa.Table.from_batches(batches)
-                written = write_table(
-                    committer.filesystem(task), committer.work_path(task), table,
-                    task_index=index, job_id=job.job_id, attempt=attempt, fmt=plan.fmt,
-                    partition_by=plan.partition_by, max_rows_per_file=plan.max_rows_per_file,
-                    options=plan.file_options, on_file=fail_mid_write)
+            # Batches as Spark hands them over: the partition is never held in memory.
+            for batch in iterator:
+                writer.write_batch(batch)
             if fail_now:
-                fail_mid_write(len(written) + 1, "")
+                fail_mid_write(writer._seq + 1, "")
+            written = writer.close()
             # An attempt that wrote files must commit; asking the store first costs a listing.
             needs_commit = bool(written) or committer.needs_task_commit(task)
-            message = committer.commit_task(task) if needs_commit else None
-        except InjectedTaskFailure:
+            # Spark's commit coordinator has not chosen this attempt yet: only an isolated
+            # task commit is safe here; the driver commits the others once accepted.
+            on_executor = commits_on_executor(committer)
+            message = committer.commit_task(task) if needs_commit and on_executor else None
+        except InjectedFailure:
             raise  # a killed attempt cleans nothing up: job commit/abort must
         except BaseException:
+            writer.abort()
             committer.abort_task(task)
             raise
         return OutcommitCommitMessage(
             task_index=index, attempt=attempt, task_message=message,
+            commit_on_driver=needs_commit and not on_executor,
             rows=sum(w.rows for w in written), files=len(written),
-            bytes=sum(w.bytes for w in written), paths=[w.path for w in written])
+            bytes=sum(w.bytes for w in written), paths=[w.path for w in written],
+            peak_rss=_peak_rss())
 
     # -- job (driver) ----------------------------------------------------------------
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -175,14 +190,19 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
         stats = {"rows.written": sum(m.rows for m in accepted),
                  "files.written": sum(m.files for m in accepted),
                  "bytes.written": sum(m.bytes for m in accepted),
+                 "spark.task.peak-rss.max": max((m.peak_rss for m in accepted), default=0),
                  "spark.tasks": len(messages),
                  "spark.task.retries": sum(1 for m in accepted if m.attempt > 0)}
         add_metrics = getattr(committer, "add_metrics", None)
         if add_metrics is not None:
             add_metrics(stats)
-        task_messages = [m.task_message for m in sorted(accepted, key=lambda m: m.task_index)
-                         if m.task_message is not None]
+        accepted.sort(key=lambda m: m.task_index)
         try:
+            on_driver = commit_accepted_attempts(
+                committer, job, [(m.task_index, m.attempt) for m in accepted if m.commit_on_driver])
+            task_messages: list[Mapping[str, Any]] = [
+                m.task_message for m in accepted if m.task_message is not None]
+            task_messages += on_driver
             summary: SuccessData = committer.commit_job(job, task_messages)
         except BaseException:
             log.error("job %s: job commit to %s failed", job.job_id, self.plan.destination)

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import ALIASES, CORE_KEYS, Config
+from ..config import CORE_ALIASES, CORE_KEYS, Config
 from ..context import SPARK_JOB_UUID_KEY, JobContext
 from ..engine.writer import FORMATS
+from ..errors import OptionError
 
 CONFLICT_KEY = "outcommit.committer.conflict-mode"
 
@@ -23,24 +24,25 @@ SPARK_CONF_KEYS = (SPARK_JOB_UUID_KEY,)
 # Write options that are committer config when given on the write itself.
 OPTION_CONFIG_PREFIXES = ("outcommit.", "spark.outcommit.", "spark.hadoop.", "fs.", "mapreduce.")
 
-# Options of the data source itself, by their lower-cased name (Spark lower-cases option keys).
-DATA_SOURCE_OPTIONS = {
-    "path": "destination URL (file://, s3://, abfs://, gs://, ...)",
-    "format": "parquet (default), csv or json",
-    "committer": "committer name; overrides every config key",
-    "partitionby": "comma-separated partition columns (Hive-style col=value directories)",
-    "conflictmode": "fail, append or replace; overrides the save mode",
-    "maxrowsperfile": "roll to a new file after this many rows (0: one file per partition and task)",
-    "rowgroupsize": "Parquet rows per row group",
-    "compression": "Parquet compression codec (snappy, zstd, gzip, none, ...)",
+# Options of the data source itself (Spark hands them over lower-cased): (default, meaning).
+DATA_SOURCE_OPTIONS: dict[str, tuple[str, str]] = {
+    "path": ("required", "destination URL: `file://`, `s3://`, `s3a://`, `gs://`, `abfs://`, "
+                         "`hdfs://`, ... (or `.save(url)`)"),
+    "format": ("`parquet`", "`parquet`, `csv` or `json` (JSON lines)"),
+    "committer": ("per scheme", "committer name; wins over every config key"),
+    "partitionBy": ("none", "comma-separated columns: `col=value/` directories, columns not "
+                            "stored in the files (Spark refuses `.partitionBy()` for Python data "
+                            "sources, hence an option)"),
+    "conflictMode": ("from the save mode", "`fail`, `append` or `replace`"),
+    "maxRowsPerFile": ("0 (no limit)", "roll to a new file after this many rows"),
+    "maxBytesPerFile": ("0 (no limit)", "roll to a new file after about this many bytes"),
+    "rowGroupSize": ("131072", "Parquet rows per row group"),
+    "compression": ("`snappy`", "Parquet codec (`zstd`, `gzip`, `none`, ...)"),
 }
+_OPTION_NAMES = {name.lower(): name for name in DATA_SOURCE_OPTIONS}
 # Test and demo hook, not a user option: the first attempt of this Spark partition fails
 # after writing part of its data, without cleaning up, as a killed executor would.
 FAIL_TASK_ONCE_OPTION = "_failtaskonce"
-
-
-class OptionError(ValueError):
-    """A write option is missing or invalid."""
 
 
 def session_config(conf: Mapping[str, str] | list[tuple[str, str]]) -> dict[str, str]:
@@ -60,11 +62,40 @@ def _known_key_case() -> dict[str, str]:
         names = list(registry.config_keys())
         for spec in registry.committers().values():
             names.extend(spec.config_keys)
+        aliases = registry.config_aliases()
     except Exception:  # a broken plugin must not hide the write's own errors
-        names = list(CORE_KEYS)
-    for name in [*names, *ALIASES, *ALIASES.values()]:
+        names, aliases = list(CORE_KEYS), CORE_ALIASES
+    for name in [*names, *aliases, *aliases.values()]:
         known[name.lower()] = name
     return known
+
+
+def options_markdown() -> str:
+    """The option table of ``docs/pyspark.md``."""
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{name}` | {default} | {meaning} |"
+             for name, (default, meaning) in DATA_SOURCE_OPTIONS.items()]
+    rows.append("| `outcommit.*`, `fs.*`, `mapreduce.*`, `spark.hadoop.*` | | committer and store "
+                "config for this write only (wins over the session config; checked like any config) |")
+    return "\n".join(rows) + "\n"
+
+
+def check_options(lowered: Mapping[str, str]) -> None:
+    """A misspelled option (``partitonBy``) must not silently change nothing."""
+    unknown = [k for k in lowered if k not in _OPTION_NAMES and k != FAIL_TASK_ONCE_OPTION
+               and not k.startswith(OPTION_CONFIG_PREFIXES)]
+    if not unknown:
+        return
+    from ..keys import did_you_mean
+
+    problems = []
+    for key in sorted(unknown):
+        guesses = did_you_mean(key, DATA_SOURCE_OPTIONS, cutoff=0.75)
+        problems.append(f"{key!r}" + (f" (did you mean {' or '.join(guesses)}?)" if guesses else ""))
+    raise OptionError(
+        f"unknown write option {', '.join(problems)}: the outcommit data source takes "
+        f"{', '.join(DATA_SOURCE_OPTIONS)}, and configuration keys starting with "
+        f"{', '.join(OPTION_CONFIG_PREFIXES)}")
 
 
 def _int_option(options: Mapping[str, str], key: str, default: int) -> int:
@@ -90,6 +121,7 @@ class WritePlan:
     fmt: str = "parquet"
     partition_by: tuple[str, ...] = ()
     max_rows_per_file: int = 0
+    max_bytes_per_file: int = 0
     file_options: dict[str, Any] = field(default_factory=dict)
     conflict_mode: str = "append"
     conflict_reason: str = ""
@@ -111,6 +143,7 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     ``append`` -> append.
     """
     lowered = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    check_options(lowered)
     path = lowered.get("path", "").strip()
     if not path:
         raise OptionError("the outcommit data source needs a destination: "
@@ -162,5 +195,6 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     return WritePlan(
         destination=path, committer=committer, config=config, fmt=fmt,
         partition_by=partition_by, max_rows_per_file=_int_option(lowered, "maxrowsperfile", 0),
+        max_bytes_per_file=_int_option(lowered, "maxbytesperfile", 0),
         file_options=file_options, conflict_mode=mode, conflict_reason=reason,
         fail_task_once=int(fail_once) if fail_once not in (None, "") else None)

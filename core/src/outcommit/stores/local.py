@@ -11,7 +11,8 @@ import fsspec
 
 from .. import capabilities as caps
 from ..capabilities import Capabilities
-from ..store import RenameError, Store
+from ..errors import RenameError
+from ..store import Store
 
 LOCAL_CAPABILITIES = Capabilities.of(
     caps.RENAME_FILE_ATOMIC,

@@ -15,7 +15,8 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from .. import capabilities as caps
 from ..capabilities import Capabilities
-from ..store import FileInfo, RenameError, Store
+from ..errors import RenameError
+from ..store import FileInfo, Store
 
 _LOCK = threading.RLock()
 

@@ -4,6 +4,7 @@ Third-party store plugins subclass :class:`~outcommit.testing.conformance.Commit
 with their own fixtures, as fsspec backends subclass fsspec's abstract tests.
 """
 
-from .faults import Fault, FaultInjectingStore, InjectedFault
+from ..errors import InjectedFault
+from .faults import Fault, FaultInjectingStore
 
 __all__ = ["Fault", "FaultInjectingStore", "InjectedFault"]

@@ -13,7 +13,9 @@ Subclass it in a test module and provide the fixtures; pytest collects the subcl
 
 Fixtures a subclass provides: ``committer_name``, ``destination_root`` (URL of a fresh,
 empty directory per test) and optionally ``config`` (dict). ``job_commit_fault`` (class
-attribute) is a fault that makes this committer's job commit fail part-way.
+attribute) is a fault that makes this committer's job commit fail part-way;
+``task_publish_operation`` the store operation by which its task commit publishes the
+attempt (for the straggler scenario; None skips it).
 
 The oracles are the correctness properties of DESIGN.md §3: complete, exclusive,
 abortable, continuity of correctness, no leaks, containment.
@@ -87,6 +89,7 @@ class CommitterConformance:
     """Abstract suite: not collected itself (no ``Test`` prefix), run by subclasses."""
 
     job_commit_fault: Fault = Fault("rename_file")
+    task_publish_operation: str | None = None
 
     # -- fixtures a binding provides ------------------------------------------------
     @pytest.fixture
@@ -206,6 +209,39 @@ class CommitterConformance:
         committer.abort_task(late)
         committer.cleanup_job(job)
         assert "late.txt" not in visible_files(store, store.strip(dest))
+        assert visible_files(store, store.strip(dest)) == self.files_of(0)
+        self.assert_no_leaks(store, dest)
+
+    def test_straggler_task_commit_racing_job_commit(self, make, store: Store, dest: str,  # type: ignore[no-untyped-def]
+                                                     config) -> None:
+        """A late attempt whose job commits and cleans up in the middle of its task commit."""
+        if self.task_publish_operation is None:
+            pytest.skip("the binding names no task publish operation")
+        faulty = FaultInjectingStore(open_store(dest, config), [])
+        committer = make(dest, store=faulty)
+        if not committer.has_capability(caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT):
+            pytest.skip(f"{committer.name} publishes at task commit")
+        job = JobContext(dest, config=committer.config)
+        committer.setup_job(job)
+        winner = self.run_task(committer, job, 0, self.files_of(0))
+        late = job.task_attempt(1)
+        committer.setup_task(late)
+        self.write(committer, late, self.files_of(1, "late"))
+
+        committed: list[str] = []
+
+        def job_commits_first(operation: str, args: tuple[Any, ...]) -> bool:
+            # Right before the straggler publishes, the driver commits without it.
+            if any(isinstance(a, str) and late.attempt_id in a for a in args) and not committed:
+                committed.append(operation)
+                committer.commit_job(job, [winner])
+            return False
+
+        faulty.add(Fault(self.task_publish_operation, predicate=job_commits_first))
+        with pytest.raises(CommitError):
+            committer.commit_task(late)
+        assert committed, f"{self.task_publish_operation} never published the straggler"
+        committer.abort_task(late)
         assert visible_files(store, store.strip(dest)) == self.files_of(0)
         self.assert_no_leaks(store, dest)
 

@@ -9,12 +9,16 @@ calls by operation (useful for request counts in benchmarks) and raises where to
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..capabilities import Capabilities
+from ..errors import InjectedFault
 from ..multipart import MultipartUploads, PendingUpload
 from ..store import Store
 
@@ -23,12 +27,21 @@ STORE_OPERATIONS = (
     "info", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
     "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete", "delete_empty_dir",
     "save_json", "load_json",
+    # optional interfaces (called only when the inner store declares their capability)
+    "delete_many", "write_with_metadata",
 )
 MULTIPART_OPERATIONS = ("initiate", "upload_part", "complete", "abort", "list_pending")
 
 
-class InjectedFault(OSError):
-    """The error a Fault raises unless told otherwise."""
+def kill_process(message: str) -> BaseException:
+    """A Fault ``error`` that never returns: SIGKILL of this very process, as a crash.
+
+    ``Fault("rename_dir", when="after", error=kill_process)`` in a driver running in its
+    own process kills it right after its first directory rename took effect: nothing
+    below it runs, no ``finally`` and no cleanup, exactly as a killed driver.
+    """
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError(f"unreachable after SIGKILL ({message})")
 
 
 @dataclass
@@ -76,12 +89,16 @@ class FaultInjectingStore(Store):
 
     # identity
     @property
-    def capabilities(self):  # type: ignore[override]
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
         return self.inner.capabilities
 
     @property
     def fs(self) -> Any:
         return self.inner.fs
+
+    @property
+    def parallelism(self) -> int:  # type: ignore[override]
+        return self.inner.parallelism
 
     def __getattr__(self, name: str) -> Any:  # config, scheme, _url, plugin extras
         return getattr(self.inner, name)
@@ -110,8 +127,12 @@ class FaultInjectingStore(Store):
     def _pick(self, operation: str, args: tuple[Any, ...]) -> Fault | None:
         with self._lock:
             self.calls[operation] += 1
-            for fault in self.faults:
-                if fault.matches(operation, args) and fault.times != 0:
+            faults = list(self.faults)
+        # Predicates run unlocked: one may act on this very store, from several threads.
+        matching = [f for f in faults if f.matches(operation, args)]
+        with self._lock:
+            for fault in matching:
+                if fault.times != 0:
                     fault.seen += 1
                     if fault.seen <= fault.skip:
                         continue

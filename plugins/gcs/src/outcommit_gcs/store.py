@@ -78,6 +78,15 @@ class GcsStore(Store):
             options["token"] = token
         return GCSFileSystem(**options)
 
+    # Paths without a client: creating gcsfs's filesystem looks for credentials (seconds
+    # without a metadata server), which a committer's construction must not wait for.
+    def strip(self, url: str) -> str:
+        rest = url.split("://", 1)[1] if "://" in url else url
+        return rest.strip("/")
+
+    def url(self, path: str) -> str:
+        return f"{self.scheme}://{path.lstrip('/')}"
+
     @property
     def preconditions(self) -> bool:
         return self.config.get_bool(PRECONDITIONS_KEY, True)

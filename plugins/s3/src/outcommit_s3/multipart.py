@@ -14,8 +14,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from outcommit.errors import CommitError
+from outcommit.errors import UploadGoneError, UploadPendingError
 from outcommit.multipart import MultipartUploads, PendingUpload
+from outcommit.retry import RetryLater
 
 if TYPE_CHECKING:
     from .store import S3Store
@@ -23,10 +24,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_PARTS = 10_000
+MAX_PART_SIZE = 5 * 1024**3      # S3's limits: 5 GiB per part,
+MAX_OBJECT_SIZE = 5 * 1024**4    # 5 TiB per object
 
 
-class UploadGoneError(CommitError):
-    """An upload is neither pending nor complete at its destination (aborted, or replaced)."""
+def describe_error(exc: BaseException) -> str:
+    """What S3 (or the network) answered, for a message: '503 SlowDown', 'ConnectionClosedError'."""
+    code, status = error_code(exc)
+    if status:
+        return f"S3 answered {status} {code}".rstrip()
+    return f"no answer from S3 ({type(exc).__name__}: {exc})"
 
 
 def error_code(exc: BaseException) -> tuple[str, int]:
@@ -62,6 +69,7 @@ class S3MultipartUploads(MultipartUploads):
 
     def __init__(self, store: S3Store) -> None:
         self.store = store
+        self.part_size = store.settings.part_size
 
     @property
     def client(self) -> Any:
@@ -82,6 +90,15 @@ class S3MultipartUploads(MultipartUploads):
 
     def complete(self, path: str, upload_id: str, etags: Sequence[str],
                  if_none_match: bool = False) -> str:
+        """Complete an upload; idempotent, and patient with a throttled or silent server.
+
+        When S3 does not answer with the completion (503 SlowDown, a 500, a reset or
+        timed-out connection), whether it happened is decided by evidence, not guessed:
+        an upload still pending was not completed, and the request is retried with backoff
+        (``outcommit.retry.*``, on top of botocore's own retries); an upload gone whose
+        object carries these parts' etag was completed (perhaps by the very request whose
+        answer was lost); anything else was aborted or replaced.
+        """
         if not etags:
             raise ValueError(f"upload {upload_id} to {path} has no parts")
         bucket, key = self.store.split(path)
@@ -89,27 +106,58 @@ class S3MultipartUploads(MultipartUploads):
                                   "MultipartUpload": {"Parts": _parts(etags)}}
         if if_none_match:
             kwargs["IfNoneMatch"] = "*"
+
+        def once() -> str:
+            try:
+                response = self.client.complete_multipart_upload(**kwargs)
+                return str(response["ETag"]).strip('"')
+            except Exception as exc:
+                code, status = error_code(exc)
+                if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
+                    raise FileExistsError(f"{self.store.url(path)} exists (If-None-Match)") from exc
+                if code != "NoSuchUpload" and status != 404:
+                    if 400 <= status < 500 and status not in (408, 429):
+                        raise  # refused as such (AccessDenied, InvalidPart...): no retry helps
+                    if self.is_pending(path, upload_id) is not False:
+                        raise RetryLater(exc) from exc
+                return self._completed_before(path, upload_id, etags, code or str(status), exc)
+
         try:
-            response = self.client.complete_multipart_upload(**kwargs)
-            return str(response["ETag"]).strip('"')
+            return self.store.retry.call(once, retry_if=lambda e: isinstance(e, RetryLater),
+                                         what=f"completion of upload {upload_id}")
+        except RetryLater as exc:
+            raise UploadPendingError(
+                f"upload {upload_id} to {self.store.url(path)} could not be completed: "
+                f"{describe_error(exc.cause)}, {self.store.retry.attempts} times. The upload is "
+                "still pending: nothing was lost, and job commit can be retried (or the job "
+                "aborted). Persistent throttling: lower outcommit.committer.threads") from exc.cause
+
+    def _completed_before(self, path: str, upload_id: str, etags: Sequence[str], code: str,
+                          cause: BaseException) -> str:
+        """The upload is not pending: success if its object holds exactly these parts."""
+        expected = multipart_etag(etags)
+        current = self.store.info(path)
+        if expected is not None and current is not None and current.etag == expected:
+            log.info("upload %s to %s was already completed with these parts", upload_id,
+                     self.store.url(path))
+            return expected
+        raise UploadGoneError(
+            f"upload {upload_id} to {self.store.url(path)} could not be completed ({code}) and is "
+            "no longer pending, and the object there does not hold its parts: the upload was "
+            "aborted (by a job abort, 'outcommit uploads abort' or a bucket lifecycle rule) or the "
+            "object was replaced") from cause
+
+    def is_pending(self, path: str, upload_id: str) -> bool | None:
+        """Is the upload still pending? None when S3 would not say (throttled, unreachable)."""
+        bucket, key = self.store.split(path)
+        try:
+            self.client.list_parts(Bucket=bucket, Key=key, UploadId=upload_id, MaxParts=1)
         except Exception as exc:
             code, status = error_code(exc)
-            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
-                raise FileExistsError(f"{self.store.url(path)} exists (If-None-Match)") from exc
-            if not status:
-                raise
-            # NoSuchUpload (moto: 500): maybe an earlier try of this commit completed it.
-            expected = multipart_etag(etags)
-            current = self.store.info(path)
-            if expected is not None and current is not None and current.etag == expected:
-                log.info("upload %s to %s was already completed with these parts", upload_id,
-                         self.store.url(path))
-                return expected
-            raise UploadGoneError(
-                f"upload {upload_id} to {self.store.url(path)} could not be completed ({code or status})"
-                " and the object there does not hold its parts: the upload was aborted (by a job "
-                "abort, 'outcommit uploads abort' or a bucket lifecycle rule) or the object was "
-                "replaced") from exc
+            if code == "NoSuchUpload" or status == 404:
+                return False
+            return None
+        return True
 
     def abort(self, path: str, upload_id: str) -> bool:
         bucket, key = self.store.split(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from outcommit import CommitterSpec, Config, StoreSpec, hookimpl
+from outcommit import CommitterSelector, CommitterSpec, Config, StoreSpec, hookimpl
 
 from . import settings
 from .store import S3_CAPABILITIES
@@ -24,8 +24,8 @@ def register_stores(register: Callable[..., None]) -> None:
 
 @hookimpl
 def register_committers(register: Callable[..., None]) -> None:
-    from .magic import MagicCommitter
-    from .staging import DirectoryStagingCommitter, PartitionedStagingCommitter
+    from .magic.committer import MagicCommitter
+    from .staging.committer import DirectoryStagingCommitter, PartitionedStagingCommitter
 
     for committer in (MagicCommitter, DirectoryStagingCommitter, PartitionedStagingCommitter):
         register(CommitterSpec.for_class(committer))
@@ -35,3 +35,19 @@ def register_committers(register: Callable[..., None]) -> None:
 def register_config_keys(register: Callable[[str, str], None]) -> None:
     for key, description in settings.KEYS.items():
         register(key, description)
+
+
+@hookimpl
+def register_config_aliases(register: Callable[[str, str], None]) -> None:
+    for key, alias in settings.HADOOP_ALIASES.items():
+        register(alias, key)
+
+
+@hookimpl
+def register_committer_selectors(register: Callable[..., None]) -> None:
+    # Hadoop's committer choice for s3a://; 'file' is the FileOutputCommitter (refused on S3
+    # unless allowed: no atomic rename).
+    register(CommitterSelector(
+        key=settings.S3A_COMMITTER_NAME, schemes=("s3", "s3a"), label="fs.s3a.committer.name",
+        choices={"file": None, "directory": "directory", "partitioned": "partitioned",
+                 "magic": "magic"}))

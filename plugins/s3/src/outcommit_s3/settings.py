@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from outcommit import Config
+from outcommit.multipart import DEFAULT_PART_SIZE
 
 ENDPOINT = "outcommit.s3.endpoint"
 ACCESS_KEY = "outcommit.s3.access-key"
@@ -27,8 +28,13 @@ ABORT_PENDING = "outcommit.s3.abort-pending-uploads"
 STAGING_DIR = "outcommit.s3.staging.tmp-dir"
 STAGING_SHARED_DIR = "outcommit.s3.staging.shared-dir"
 INLINE_LIMIT = "outcommit.s3.message.inline-commits"
+MAGIC_IN_MEMORY = "outcommit.magic.track-commits-in-memory"
+MAGIC_UPLOAD_THREADS = "outcommit.magic.upload-threads"
 
-# Hadoop's names for the same settings (read when the outcommit name is unset).
+S3A_COMMITTER_NAME = "outcommit.s3a.committer.name"
+
+# Hadoop's names for the same settings (an explicit outcommit. key wins); registered as
+# configuration aliases through the plugin hook, so every Config resolves them.
 HADOOP_ALIASES = {
     ENDPOINT: "fs.s3a.endpoint",
     ACCESS_KEY: "fs.s3a.access.key",
@@ -40,6 +46,13 @@ HADOOP_ALIASES = {
     MAX_CONNECTIONS: "fs.s3a.connection.maximum",
     PART_SIZE: "fs.s3a.multipart.size",
     STAGING_DIR: "fs.s3a.buffer.dir",
+    ABORT_PENDING: "fs.s3a.committer.abort.pending.uploads",
+    S3A_COMMITTER_NAME: "fs.s3a.committer.name",
+    MAGIC_IN_MEMORY: "fs.s3a.committer.magic.track.commits.in.memory.enabled",
+    # Keys of core that Hadoop spells the S3A way.
+    "outcommit.committer.threads": "fs.s3a.committer.threads",
+    "outcommit.committer.conflict-mode": "fs.s3a.committer.staging.conflict-mode",
+    "outcommit.committer.unique-filenames": "fs.s3a.committer.staging.unique-filenames",
 }
 SSL_ENABLED_HADOOP = "fs.s3a.connection.ssl.enabled"
 
@@ -60,20 +73,22 @@ KEYS: dict[str, str] = {
                         "destination's __staging_job-<jobId> directory)",
     INLINE_LIMIT: "task commit messages carry their commits inline up to this many files, "
                   "else a digest-checked reference to the pendingset (default 200)",
+    S3A_COMMITTER_NAME: "Hadoop's fs.s3a.committer.name for s3:// and s3a://: file, directory, "
+                        "partitioned or magic",
+    MAGIC_IN_MEMORY: "magic: keep a task's uploads in the memory of the process that set the task "
+                     "up (default true); false: every writer saves .pending files (writers in "
+                     "several processes)",
+    MAGIC_UPLOAD_THREADS: "magic: per task attempt, parts and small files uploaded in the "
+                          "background at once (default 4; their bytes bound the memory)",
 }
-for _key, _alias in HADOOP_ALIASES.items():
-    KEYS[_alias] = f"Hadoop name of {_key}"
 KEYS[SSL_ENABLED_HADOOP] = "Hadoop: false makes a scheme-less fs.s3a.endpoint http://"
 
 MIN_PART_SIZE = 5 * 1024 * 1024
-DEFAULT_PART_SIZE = 16 * 1024 * 1024
 
 
 def setting(config: Config, key: str) -> str | None:
-    """The value of an ``outcommit.s3.`` key, or of its Hadoop name."""
+    """The value of an ``outcommit.s3.`` key (or of its Hadoop alias), stripped."""
     value = config.get_str(key)
-    if value is None and key in HADOOP_ALIASES:
-        value = config.get_str(HADOOP_ALIASES[key])
     return value.strip() if isinstance(value, str) else value
 
 
@@ -152,7 +167,7 @@ class S3Settings:
 
         session = boto3.session.Session()
         options: dict[str, Any] = {
-            "retries": {"max_attempts": self.max_attempts, "mode": "standard"},
+            "retries": {"total_max_attempts": self.max_attempts, "mode": "standard"},
             "max_pool_connections": self.max_connections,
         }
         if self.path_style:
@@ -168,7 +183,7 @@ class S3Settings:
             # A listing cache would miss objects completed by another client (our job commit).
             "use_listings_cache": False,
             "skip_instance_cache": True,
-            "config_kwargs": {"retries": {"max_attempts": self.max_attempts, "mode": "standard"},
+            "config_kwargs": {"retries": {"total_max_attempts": self.max_attempts, "mode": "standard"},
                               "max_pool_connections": self.max_connections},
         }
         if self.path_style:

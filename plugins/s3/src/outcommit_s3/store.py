@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,6 +22,7 @@ from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.config import Config
 from outcommit.errors import ConfigError
+from outcommit.retry import RetryPolicy
 from outcommit.store import FileInfo, Store
 
 from .multipart import S3MultipartUploads, error_code
@@ -34,6 +35,8 @@ S3_CAPABILITIES = Capabilities.of(
     caps.MULTIPART_DELAYED_COMPLETION,
     caps.ETAGS_AVAILABLE,
     caps.CREATE_EXCLUSIVE,                # PUT / CompleteMultipartUpload with If-None-Match: *
+    caps.DELETE_BATCH,                    # DeleteObjects: 1,000 keys per request
+    caps.OBJECT_METADATA,                 # x-amz-meta-* headers on PUT
 )
 
 _MAX_COPY = 5 * 1024**3  # CopyObject's limit; larger objects go through a multipart copy
@@ -58,7 +61,11 @@ class S3Store(Store):
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._multipart = S3MultipartUploads(self)
-        self.threads = self.config.get_int("outcommit.committer.threads", 8, minimum=1)
+        # Committers default to as many threads as the connection pool has connections.
+        self.parallelism = self.settings.max_connections
+        self.threads = self.config.get_int("outcommit.committer.threads", self.parallelism, minimum=1)
+        #: Retries of commit requests beyond botocore's own (completions under throttling).
+        self.retry = RetryPolicy.from_config(self.config)
 
     # -- clients -----------------------------------------------------------------
     @property
@@ -181,10 +188,10 @@ class S3Store(Store):
         bucket, key = self.split(path)
         self.client.put_object(Bucket=bucket, Key=key, Body=data)
 
-    def put_marker(self, path: str, metadata: dict[str, str]) -> None:
-        """A zero-byte object carrying metadata (the magic committer's file marker)."""
+    def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None:
+        """One PUT with ``x-amz-meta-*`` headers (the magic committer's file marker)."""
         bucket, key = self.split(path)
-        self.client.put_object(Bucket=bucket, Key=key, Body=b"", Metadata=metadata)
+        self.client.put_object(Bucket=bucket, Key=key, Body=data, Metadata=dict(metadata))
 
     def create_exclusive(self, path: str, data: bytes) -> None:
         bucket, key = self.split(path)
@@ -246,7 +253,7 @@ class S3Store(Store):
                 raise OSError(f"could not delete {len(errors)} objects under {self.url(path)}: "
                               f"{errors[0].get('Key')}: {errors[0].get('Code')}")
 
-    def delete_many(self, paths: list[str]) -> None:
+    def delete_many(self, paths: Sequence[str]) -> None:
         """Delete files by path in batches (one request per 1000, per bucket)."""
         by_bucket: dict[str, list[str]] = {}
         for p in paths:

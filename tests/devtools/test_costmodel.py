@@ -8,7 +8,7 @@ import pytest
 
 import outcommit
 from outcommit import JobContext
-from outcommit.testing.costmodel import CostModel, Meter, MeteredStore, attach_botocore
+from outcommit_devtools.costmodel import CostModel, Meter, MeteredStore, attach_botocore
 
 MODEL = CostModel(request_latency=0.1, copy_bandwidth=1_000_000)
 

@@ -35,15 +35,16 @@ import heapq
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..multipart import MultipartUploads, PendingUpload
-from ..store import FileInfo, Store
+from outcommit.capabilities import Capabilities
+from outcommit.multipart import MultipartUploads, PendingUpload
+from outcommit.store import FileInfo, Store
 
 MB = 1_000_000
 
@@ -79,7 +80,8 @@ class CostModel:
 _WRITES = {"PutObject", "CopyObject", "UploadPart", "UploadPartCopy", "CreateMultipartUpload",
            "CompleteMultipartUpload", "AbortMultipartUpload", "DeleteObject", "DeleteObjects",
            "write_bytes", "write_atomic", "create_exclusive", "save_json", "rename_file",
-           "rename_dir", "delete", "multipart.initiate", "multipart.upload_part",
+           "rename_dir", "delete", "delete_many", "write_with_metadata", "multipart.initiate",
+           "multipart.upload_part",
            "multipart.complete", "multipart.abort"}
 _LISTINGS = {"ListObjectsV2", "ListObjects", "ListMultipartUploads", "ListParts", "list_dir",
              "list_files", "multipart.list_pending"}
@@ -235,8 +237,8 @@ class Meter:
                 raise RuntimeError("only one Meter can measure at a time")
             self.reset()
             _ACTIVE = self
-            ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign]
-            ThreadPoolExecutor.shutdown = _shutdown  # type: ignore[method-assign]
+            ThreadPoolExecutor.submit = _submit  # type: ignore[method-assign,assignment]
+            ThreadPoolExecutor.shutdown = _shutdown  # type: ignore[method-assign,assignment]
             Future.result = _result  # type: ignore[method-assign]
         started = time.perf_counter()
         try:
@@ -270,7 +272,7 @@ def _body_size(body: Any) -> int:
     if isinstance(body, str):
         return len(body.encode())
     try:
-        here = body.tell()
+        here = int(body.tell())
         body.seek(0, 2)
         size = int(body.tell()) - here
         body.seek(here)
@@ -295,11 +297,11 @@ def attach_botocore(client: Any, meter: Meter,
         bucket, key = str(params.get("Bucket", "")), str(params.get("Key", ""))
         copied = 0
         if operation in ("CopyObject", "UploadPartCopy") and size_of is not None:
-            source = params.get("CopySource")
+            source: Any = params.get("CopySource")
             if isinstance(source, dict):
                 copied = size_of(str(source["Bucket"]), str(source["Key"]))
             elif isinstance(source, str):
-                sb, _, sk = source.lstrip("/").partition("/")
+                sb, _sep, sk = source.lstrip("/").partition("/")
                 copied = size_of(sb, sk.split("?", 1)[0])
         context["outcommit.cost"] = {"operation": operation, "upload": _body_size(params.get("Body")),
                                      "copied": copied, "prefix": _prefix(bucket, key or
@@ -339,12 +341,16 @@ class MeteredStore(Store):
         self.meter = meter
 
     @property
-    def capabilities(self):  # type: ignore[override]
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
         return self.inner.capabilities
 
     @property
     def fs(self) -> Any:
         return self.inner.fs
+
+    @property
+    def parallelism(self) -> int:  # type: ignore[override]
+        return self.inner.parallelism
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -403,6 +409,20 @@ class MeteredStore(Store):
     def delete(self, path: str, recursive: bool = False) -> None:
         self._charge("delete", path)
         self.inner.delete(path, recursive)
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Charged per batch: one request deletes up to 1,000 files (S3 DeleteObjects)."""
+        batch = self.inner.batch_delete()
+        assert batch is not None, "delete_many is called only when the store declares it"
+        for start in range(0, len(paths), 1000):
+            self._charge("delete_many", paths[start])
+        batch.delete_many(paths)
+
+    def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None:
+        with_metadata = self.inner.object_metadata()
+        assert with_metadata is not None, "called only when the store declares fs.object.metadata"
+        self._charge("write_with_metadata", path, upload=len(data))
+        with_metadata.write_with_metadata(path, data, metadata)
 
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         status = self.inner.info(src) if self.meter.model.rename_copies else None

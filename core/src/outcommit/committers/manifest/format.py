@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..committer import is_inside
-from ..errors import CorruptFileError
-from ..success import SUCCESS_FILE
+from ...errors import CorruptFileError
+from ...paths import is_inside
+from ...success import SUCCESS_FILE
 
 MANIFEST_TYPE = "org.apache.hadoop.mapreduce.lib.output.committer.manifest.files.TaskManifest/1"
 MANIFEST_VERSION = 1

@@ -4,7 +4,7 @@ A task writes to a local directory. Task commit uploads every file as a multipar
 that it does not complete, and publishes the task's pendingset twice: as its commit
 message, and in a consistent shared directory (the destination's ``__staging_job-<jobId>``
 or ``outcommit.s3.staging.shared-dir``) where an exclusive create and the claim rules of
-:mod:`outcommit_s3.commitbase` make exactly one attempt per task the committed one.
+:mod:`outcommit_s3.commit.claims` make exactly one attempt per task the committed one.
 
 ``directory`` applies the conflict mode to the whole destination; ``partitioned`` only to
 the partition directories the job writes (dynamic partition overwrite with ``replace``).
@@ -21,18 +21,26 @@ import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.context import JobContext, TaskAttemptContext
-from outcommit.errors import TaskCommitError
+from outcommit.errors import DestinationExistsError, TaskCommitError
+from outcommit.parallel import outcomes
 from outcommit.store import Store
 
-from .commitbase import MultipartCommitter, parallel
-from .pending import PendingCommit, PendingSet
-from .settings import DEFAULT_PART_SIZE, STAGING_DIR, STAGING_SHARED_DIR, setting
+from ..commit.committer import MultipartCommitter
+from ..commit.files import PendingCommit, PendingSet
+from ..commit.layout import JobLayout
+from ..settings import STAGING_DIR, STAGING_SHARED_DIR, setting
 
 UNIQUE_FILENAMES = "outcommit.committer.unique-filenames"
 
 
 def add_unique(name: str, unique: str) -> str:
-    """``part-0001.snappy.parquet`` -> ``part-0001-<unique>.snappy.parquet`` (Hadoop's rule)."""
+    """``part-0001.snappy.parquet`` -> ``part-0001-<unique>.snappy.parquet`` (Hadoop's rule).
+
+    A name that already carries it (Spark's and outcommit's writers put the job id in
+    every name) is left alone, as Hadoop does: never ``...-<jobId>-<jobId>``.
+    """
+    if unique in name:
+        return name
     dot = name.find(".", 1)
     return f"{name}-{unique}" if dot < 0 else f"{name[:dot]}-{unique}{name[dot:]}"
 
@@ -62,10 +70,10 @@ class StagingCommitter(MultipartCommitter):
             self._shared = open_store(self._shared_url, self.config)
         return self._shared
 
-    def job_root(self, job_id: str) -> str:
+    def layout(self, job: JobContext) -> JobLayout:
         if self._shared_url is None:
-            return super().job_root(job_id)
-        return self.meta.join(self.meta.strip(self._shared_url), f"{self.job_dir_prefix}{job_id}")
+            return super().layout(job)
+        return JobLayout.of(self.meta, self.meta.strip(self._shared_url), self.job_dir_prefix, job.job_id)
 
     # -- local task output -----------------------------------------------------------------------------
     def local_job_dir(self, job: JobContext) -> str:
@@ -78,7 +86,8 @@ class StagingCommitter(MultipartCommitter):
         return fsspec.filesystem("file", auto_mkdir=True)
 
     def setup_task(self, task: TaskAttemptContext) -> None:
-        self.require_job(task.job, TaskCommitError)
+        # No request: a stale attempt only writes locally, and its task commit checks the
+        # job after publishing (write, then check).
         os.makedirs(self.work_path(task), exist_ok=True)
 
     def _local_files(self, task: TaskAttemptContext) -> list[tuple[str, str]]:
@@ -105,8 +114,7 @@ class StagingCommitter(MultipartCommitter):
 
     def _upload(self, task: TaskAttemptContext, local: str, final: str,
                 started: list[PendingCommit]) -> PendingCommit:
-        settings = getattr(self.store, "settings", None)
-        part_size = getattr(settings, "part_size", DEFAULT_PART_SIZE)
+        part_size = self.mp.part_size
         upload_id = self.mp.initiate(final)
         bucket, _, key = final.partition("/")
         commit = PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=(), length=0,
@@ -128,19 +136,27 @@ class StagingCommitter(MultipartCommitter):
                              length=length, job_id=task.job_id, task_id=task.task_id,
                              filename=os.path.basename(local))
 
+    def check_task_partitions(self, task: TaskAttemptContext, finals: list[str]) -> None:
+        """Conflict mode ``fail``, scoped to partitions: which partitions a job writes is
+        known only once its tasks wrote them, so each task checks its own before it
+        uploads anything (job commit checks all of them again)."""
+
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
-        self.require_job(task.job, TaskCommitError)
+        """Upload every file (two requests each below a part), publish: three requests."""
         files = [(local, self.final_path(task, relative)) for local, relative in self._local_files(task)]
+        self.check_task_partitions(task, [final for _, final in files])
         started: list[PendingCommit] = []
-        outcomes = parallel(lambda f: self._upload(task, f[0], f[1], started), files, self.threads)
-        failed = [(f, e) for f, _, e in outcomes if e is not None]
+        uploaded = list(outcomes(lambda f: self._upload(task, f[0], f[1], started), files, self.threads,
+                                 "outcommit-upload"))
+        failed = [(o.item, o.error) for o in uploaded if o.error is not None]
         if failed:
-            self.abort_commits(task, started)
+            self.ops.abort(started, self.logger(task))
             (local, final), error = failed[0]
             raise TaskCommitError(f"task {task.attempt_id}: upload of {local} to "
                                   f"{self.store.url(final)} failed: {error}") from error
         pendingset = PendingSet(job_id=task.job_id, task_id=task.task_id, attempt_id=task.attempt_id,
-                                commits=[c for _, c, _ in outcomes if c is not None], committer=self.name)
+                                commits=[o.result for o in uploaded if o.result is not None],
+                                committer=self.name)
         message = self.publish_task(task, pendingset)
         shutil.rmtree(self.work_path(task), ignore_errors=True)
         return message
@@ -167,6 +183,16 @@ class PartitionedStagingCommitter(StagingCommitter):
 
     name = "partitioned"
     capabilities = StagingCommitter.capabilities.with_(caps.DYNAMIC_PARTITION_OVERWRITE)
+    conflict_scope = "partitions"
 
-    def conflict_scope(self) -> str:
-        return "partitions"
+    def check_task_partitions(self, task: TaskAttemptContext, finals: list[str]) -> None:
+        if self.conflict_mode != "fail":
+            return
+        partitions = sorted({final.rpartition("/")[0] for final in finals} - {self.dest})
+        for partition in partitions:  # one probe per partition the task wrote
+            if self.store.is_dir(partition):
+                self.abort_task(task)
+                raise DestinationExistsError(
+                    f"partition {self.store.url(partition)} of {self.destination} already holds data "
+                    "and the conflict mode is 'fail': task commit refused before uploading anything "
+                    "(use 'append' or 'replace', or another destination)")

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from outcommit.committer import is_hidden, relative_to
 from outcommit.errors import ContainmentError, CorruptFileError
+from outcommit.paths import is_hidden, relative_to
 
-from .multipart import MAX_PARTS
+from ..multipart import MAX_OBJECT_SIZE, MAX_PART_SIZE, MAX_PARTS
 
 PENDING_SUFFIX = ".pending"
 PENDINGSET_SUFFIX = ".pendingset"
@@ -28,7 +28,7 @@ URI_SCHEMES = ("s3", "s3a", "s3n")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PendingCommit:
     """One uploaded-but-not-completed object."""
 
@@ -143,6 +143,11 @@ def parse_commit(data: Any, where: str, expect: Expectations, prefix: str = "") 
         raise CorruptFileError(where, prefix + "etags", "every part etag must be a non-empty string")
     if length < 0:
         raise CorruptFileError(where, prefix + "length", f"is negative ({length})")
+    if length > len(etags) * MAX_PART_SIZE or length > MAX_OBJECT_SIZE:
+        # Only a tampered file says more than its parts can hold; it would reach metrics.
+        raise CorruptFileError(where, prefix + "length",
+                               f"{length} bytes cannot be held by {len(etags)} part(s) of at most "
+                               f"{MAX_PART_SIZE} bytes (S3 objects: at most {MAX_OBJECT_SIZE})")
     if job_id != expect.job_id:
         raise CorruptFileError(where, prefix + "jobId",
                                f"belongs to job {job_id!r}, not {expect.job_id!r}")
@@ -249,9 +254,9 @@ def _abortable(entry: Any, expect: Expectations) -> PendingCommit | None:
         return None
     etags = entry.get("etags")
     good = isinstance(etags, list) and bool(etags) and all(isinstance(e, str) and e for e in etags)
-    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id,
-                         etags=tuple(e.strip('"') for e in etags) if good else (),
-                         length=0, job_id=expect.job_id)
+    parts = tuple(str(e).strip('"') for e in etags) if good and isinstance(etags, list) else ()
+    return PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=parts, length=0,
+                         job_id=expect.job_id)
 
 
 # One commit entry as this module writes it: bucket, destinationKey, uploadId in that order.

@@ -1,5 +1,7 @@
 """``outcommit demo``: write a generated event dataset through a committer, then verify it.
 
+A command of the development tools (added to the CLI by their plugin, never by core).
+
 Default: local PySpark writes >= 1M rows, partitioned by date, to an embedded S3 server
 (moto on 127.0.0.1) through the ``magic`` committer, with one task's first attempt
 failing mid-write (Spark retries it); then the output is read back and checked against
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import os
 import shutil
 import sys
@@ -161,27 +162,34 @@ class DemoStore:
     description: str = ""
 
 
-def _plugin(kind: str) -> Any:
-    """The plugin module that can start an embedded server for ``kind``."""
-    package = {"s3": "outcommit_s3", "azure": "outcommit_azure", "gcs": "outcommit_gcs"}[kind]
-    problem = ""
-    for module in ("embedded", "emulator", "azurite"):
-        try:
-            return importlib.import_module(f"{package}.{module}")
-        except ImportError as exc:
-            problem = problem or str(exc)
-    raise SystemExit(f"outcommit demo --store {kind} needs the outcommit-{kind} plugin with its "
-                     f"embedded server: pip install 'outcommit-{kind}[embedded]' (in this repository: "
-                     f"pip install -e 'plugins/{kind}[embedded]'). ({problem})")
+def _embedded_server(kind: str) -> tuple[Any, str, dict[str, str], str]:
+    """Start the embedded server of a store kind: (server, endpoint, config, container).
 
+    The development tools know the plugins' launchers by name; core never does.
+    """
+    container = "outcommit-demo"
+    try:
+        if kind == "s3":
+            from outcommit_s3.embedded import start_moto_server
 
-def _value(obj: Any, *names: str) -> Any:
-    """The first attribute of ``names`` that exists (called if it is a method)."""
-    for name in names:
-        value = getattr(obj, name, None)
-        if value is not None:
-            return value() if callable(value) else value
-    return None
+            s3 = start_moto_server([container])
+            return s3, s3.endpoint_url, s3.config, container
+        if kind == "azure":
+            from outcommit_azure.emulator import start_azurite
+
+            azurite = start_azurite()
+            azurite.create_container(container)
+            return azurite, azurite.endpoint, azurite.config(), container
+        from outcommit_gcs.emulator import start_gcs_emulator
+
+        _quiet_hangups()
+        gcs = start_gcs_emulator()
+        gcs.create_bucket(container)
+        return gcs, gcs.endpoint, gcs.config(), container
+    except ImportError as exc:
+        raise SystemExit(f"outcommit demo --store {kind} needs the outcommit-{kind} plugin with its "
+                         f"embedded server (in this repository: pip install -e 'plugins/{kind}[test]')."
+                         f" ({exc})") from None
 
 
 def start_store(kind: str, dest: str | None) -> DemoStore:
@@ -191,27 +199,14 @@ def start_store(kind: str, dest: str | None) -> DemoStore:
         return DemoStore("file", dest or f"file://{workdir}/{name}",
                          stop=lambda: shutil.rmtree(workdir, ignore_errors=True),
                          reach=[f"output directory: {workdir}"], description="local directory")
-    embedded = _plugin(kind)
-    if kind == "gcs":
-        _quiet_hangups()
-    starter = next(getattr(embedded, n) for n in sorted(dir(embedded)) if n.startswith("start_"))
-    server = starter()
-    container = "outcommit-demo"
-    config = {str(k): str(v) for k, v in (_value(server, "config") or {}).items()}
-    endpoint = _value(server, "endpoint_url", "endpoint") or "?"
-    make = next((getattr(server, n) for n in ("create_bucket", "create_container", "make_container")
-                 if hasattr(server, n)), None)
-    if make is not None:
-        make(container)
-    elif kind == "s3":
-        _make_s3_bucket(config, container)
+    server, endpoint, config, container = _embedded_server(kind)
+    config = {str(k): str(v) for k, v in config.items()}
     scheme = {"s3": "s3", "azure": "abfs", "gcs": "gs"}[kind]
+    conf = " ".join(f"--conf {k}={v}" for k, v in sorted(config.items()))
     reach = [f"endpoint:    {endpoint}",
              f"destination: {scheme}://{container}/{name}",
-             "config:      " + " ".join(f"--conf {k}={v}" for k, v in sorted(config.items()))]
-    if kind == "s3":
-        reach.append(f"e.g.:        outcommit success s3://{container}/{name} "
-                     + " ".join(f"--conf {k}={v}" for k, v in sorted(config.items())))
+             f"config:      {conf}",
+             f"e.g.:        outcommit success {scheme}://{container}/{name} {conf}"]
     label = {"s3": "embedded S3 (moto server", "azure": "Azurite (", "gcs": "GCS emulator ("}[kind]
     return DemoStore(kind, dest or f"{scheme}://{container}/{name}", config, server.stop, reach,
                      f"{label} at {endpoint})")
@@ -229,12 +224,6 @@ def _quiet_hangups() -> None:
         original(self, request, client_address)
 
     socketserver.BaseServer.handle_error = handle_error  # type: ignore[method-assign]
-
-
-def _make_s3_bucket(config: dict[str, str], bucket: str) -> None:
-    from .factory import open_store
-
-    open_store(f"s3://{bucket}/", config).fs.mkdir(bucket)
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -275,7 +264,7 @@ def read_back(destination: str, config: dict[str, str]) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .factory import open_store
+    from outcommit.factory import open_store
 
     store = open_store(destination, config)
     root = store.strip(destination)
@@ -295,7 +284,7 @@ def read_back(destination: str, config: dict[str, str]) -> Any:
 
 
 def pending_uploads(destination: str, config: dict[str, str]) -> int | None:
-    from .factory import open_store
+    from outcommit.factory import open_store
 
     store = open_store(destination, config)
     multipart = store.multipart()
@@ -328,7 +317,7 @@ def run_spark(args: argparse.Namespace, store: DemoStore) -> tuple[dict[str, Any
 def run_local(args: argparse.Namespace, store: DemoStore) -> dict[str, Any]:
     import pyarrow as pa
 
-    from .engine.local import FailurePoint, LocalDriver
+    from outcommit.engine.local import FailurePoint, LocalDriver
 
     say(f"generating {args.rows:,} event rows in {args.tasks} tasks (local engine, no Spark)")
     tables = generate_local(args.rows, args.tasks)
@@ -344,8 +333,8 @@ def run_local(args: argparse.Namespace, store: DemoStore) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .factory import open_store
-    from .success import SUCCESS_FILE, load_success
+    from outcommit.factory import open_store
+    from outcommit.success import SUCCESS_FILE, load_success
 
     engine = getattr(args, "engine", "spark")
     if engine == "spark" and not java_available():

@@ -1,0 +1,288 @@
+"""The store contract: what every committer relies on a store for, as tests.
+
+Subclass :class:`StoreContract` in a test module with the fixtures of your store, as
+fsspec backends subclass fsspec's abstract tests; pytest collects the subclass::
+
+    class TestMyStore(StoreContract):
+        @pytest.fixture
+        def store_root(self, tmp_path):
+            return f"mystore://{tmp_path.name}"   # a fresh, empty directory per test
+
+        @pytest.fixture
+        def config(self):
+            return {"outcommit.mystore.root": "/srv/data"}
+
+Tests of optional behaviour run when the store declares the capability that stands for
+it (exclusive create, directory rename, batch deletes, multipart uploads, etag-preserving
+rename) and are skipped, saying so, when it does not. A store that passes this suite
+and :class:`~outcommit.testing.conformance.CommitterConformance` for the committers
+that are safe on it keeps every promise the committers rely on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from .. import capabilities as caps
+from ..errors import CorruptFileError
+from ..factory import open_store
+from ..store import FileInfo, Store
+
+
+class StoreContract:
+    """Abstract suite: not collected itself (no ``Test`` prefix), run by subclasses."""
+
+    # -- fixtures a binding provides ------------------------------------------------------
+    @pytest.fixture
+    def store_root(self) -> str:
+        raise NotImplementedError("the binding must provide store_root: the URL of a fresh directory")
+
+    @pytest.fixture
+    def config(self) -> dict[str, Any]:
+        return {}
+
+    # -- helpers ----------------------------------------------------------------------------
+    @pytest.fixture
+    def store(self, store_root: str, config: dict[str, Any]) -> Store:
+        return open_store(store_root, config)
+
+    @pytest.fixture
+    def root(self, store: Store, store_root: str) -> str:
+        path = store.strip(store_root)
+        store.mkdirs(path)
+        return path
+
+    @staticmethod
+    def need(store: Store, capability: str) -> None:
+        if not store.has_capability(capability):
+            pytest.skip(f"{type(store).__name__} does not declare {capability}")
+
+    # -- identity ---------------------------------------------------------------------------
+    def test_urls_and_paths_round_trip(self, store: Store, store_root: str, root: str) -> None:
+        path = store.join(root, "dir", "file name ü.txt")
+        assert store.strip(store.url(path)) == path
+        assert store.url(root).split("://", 1)[0] == store_root.split("://", 1)[0]
+        assert store.strip(store_root + "/") == root
+
+    def test_capabilities_are_declared_as_data(self, store: Store) -> None:
+        declared = set(store.capabilities.names)
+        assert all(store.has_capability(name) for name in declared)
+        assert not store.has_capability("no.such.capability")
+
+    # -- reading and writing -----------------------------------------------------------------
+    def test_write_then_read_and_info(self, store: Store, root: str) -> None:
+        path = store.join(root, "sub", "a.bin")
+        store.write_bytes(path, b"hello")
+        assert store.read_bytes(path) == b"hello"
+        info = store.info(path)
+        assert info is not None and not info.is_dir and info.size == 5 and info.name == "a.bin"
+        assert store.exists(path) and not store.is_dir(path)
+        assert store.is_dir(store.join(root, "sub"))
+        if store.has_capability(caps.ETAGS_AVAILABLE):
+            assert info.etag
+
+    def test_missing_paths(self, store: Store, root: str) -> None:
+        missing = store.join(root, "nothing", "here")
+        assert store.info(missing) is None and not store.exists(missing)
+        assert store.list_dir(missing) == [] and store.list_files(missing) == []
+        with pytest.raises(FileNotFoundError):
+            store.read_bytes(missing)
+        store.delete(missing)  # not an error
+        store.delete(missing, recursive=True)
+
+    def test_open_writes_and_reads_through_fsspec(self, store: Store, root: str) -> None:
+        path = store.join(root, "opened", "f.txt")
+        with store.open(path, "wb") as f:
+            f.write(b"through open")
+        with store.open(path, "rb") as f:
+            assert f.read() == b"through open"
+
+    def test_write_atomic_replaces_whole_and_leaves_nothing_else(self, store: Store, root: str) -> None:
+        path = store.join(root, "_SUCCESS")
+        store.write_atomic(path, b"one")
+        store.write_atomic(path, b"two two")
+        assert store.read_bytes(path) == b"two two"
+        assert [i.name for i in store.list_files(root)] == ["_SUCCESS"]
+
+    def test_json_round_trip_and_corruption(self, store: Store, root: str) -> None:
+        path = store.join(root, "data.json")
+        store.save_json(path, {"a": [1, 2], "b": "ü"})
+        assert store.load_json(path) == {"a": [1, 2], "b": "ü"}
+        store.write_bytes(path, b"{not json")
+        with pytest.raises(CorruptFileError) as failure:
+            store.load_json(path)
+        assert failure.value.path == store.url(path)
+
+    # -- listing ---------------------------------------------------------------------------------
+    def test_list_dir_is_direct_children_sorted(self, store: Store, root: str) -> None:
+        for rel in ("b.txt", "a/x.txt", "a/deeper/y.txt", "c/z.txt"):
+            store.write_bytes(store.join(root, rel), rel.encode())
+        children = store.list_dir(root)
+        assert [(c.name, c.is_dir) for c in children] == [("a", True), ("b.txt", False), ("c", True)]
+        assert [c.path for c in children] == sorted(c.path for c in children)
+        assert all(isinstance(c, FileInfo) for c in children)
+
+    def test_list_files_is_recursive_files_only(self, store: Store, root: str) -> None:
+        for rel in ("a/x.txt", "a/deeper/y.txt", "top.txt"):
+            store.write_bytes(store.join(root, rel), b"12")
+        found = store.list_files(root)
+        assert [f.path for f in found] == sorted(store.join(root, r)
+                                                 for r in ("a/x.txt", "a/deeper/y.txt", "top.txt"))
+        assert all(not f.is_dir and f.size == 2 for f in found)
+
+    def test_listings_and_deletes_never_reach_an_adjacent_prefix(self, store: Store, root: str) -> None:
+        one, ten = store.join(root, "dataset1"), store.join(root, "dataset10")
+        store.write_bytes(store.join(one, "a.txt"), b"1")
+        store.write_bytes(store.join(ten, "b.txt"), b"10")
+        assert [f.name for f in store.list_files(one)] == ["a.txt"]
+        assert [f.name for f in store.list_dir(one)] == ["a.txt"]
+        store.delete(one, recursive=True)
+        assert store.read_bytes(store.join(ten, "b.txt")) == b"10"
+        assert store.list_files(one) == []
+
+    def test_listing_is_consistent(self, store: Store, root: str) -> None:
+        self.need(store, caps.LISTING_CONSISTENT)
+        fresh = open_store(store.url(root), store.config)  # another client, as another process
+        path = store.join(root, f"new-{uuid.uuid4().hex}.txt")
+        store.write_bytes(path, b"x")
+        assert path in [f.path for f in fresh.list_files(root)]
+        store.delete(path)
+        assert path not in [f.path for f in fresh.list_files(root)]
+
+    # -- deleting -----------------------------------------------------------------------------
+    def test_delete_file_and_tree(self, store: Store, root: str) -> None:
+        store.write_bytes(store.join(root, "t", "a"), b"a")
+        store.write_bytes(store.join(root, "t", "b", "c"), b"c")
+        store.delete(store.join(root, "t", "a"))
+        assert not store.exists(store.join(root, "t", "a"))
+        store.delete(store.join(root, "t"), recursive=True)
+        assert store.list_files(root) == []
+
+    def test_delete_empty_dir_never_removes_contents(self, store: Store, root: str) -> None:
+        shared = store.join(root, "_temporary")
+        marker = store.join(shared, "other-job", "0", "_job.json")
+        store.write_bytes(marker, b"{}")
+        store.delete_empty_dir(shared)  # another job is using it: must survive
+        assert store.read_bytes(marker) == b"{}"
+        store.delete(store.join(shared, "other-job"), recursive=True)
+        store.delete_empty_dir(shared)
+        assert not store.exists(shared)
+        store.delete_empty_dir(shared)  # missing: not an error
+
+    def test_delete_files_deletes_exactly_those(self, store: Store, root: str) -> None:
+        paths = [store.join(root, "many", f"{i}.txt") for i in range(5)]
+        for path in paths:
+            store.write_bytes(path, b"x")
+        store.delete_files(paths[:3])
+        assert [f.path for f in store.list_files(store.join(root, "many"))] == paths[3:]
+        store.delete_files([])
+
+    def test_batch_delete_when_declared(self, store: Store, root: str) -> None:
+        self.need(store, caps.DELETE_BATCH)
+        batch = store.batch_delete()
+        assert batch is not None
+        paths = [store.join(root, "batch", f"{i}") for i in range(3)]
+        for path in paths:
+            store.write_bytes(path, b"x")
+        batch.delete_many(paths)
+        assert store.list_files(store.join(root, "batch")) == []
+
+    # -- create exclusive -------------------------------------------------------------------------
+    def test_create_exclusive_is_create_if_absent(self, store: Store, root: str) -> None:
+        self.need(store, caps.CREATE_EXCLUSIVE)
+        path = store.join(root, "claim.json")
+        store.create_exclusive(path, b"first")
+        with pytest.raises(FileExistsError):
+            store.create_exclusive(path, b"second")
+        assert store.read_bytes(path) == b"first"
+
+    # -- renames -----------------------------------------------------------------------------------
+    def test_rename_file_moves_and_refuses_to_overwrite_unless_asked(self, store: Store, root: str) -> None:
+        a, b = store.join(root, "a"), store.join(root, "sub", "b")
+        store.write_bytes(a, b"A")
+        store.write_bytes(b, b"B")
+        with pytest.raises(FileExistsError):
+            store.rename_file(a, b)
+        assert store.read_bytes(b) == b"B" and store.read_bytes(a) == b"A"
+        store.rename_file(a, b, overwrite=True)
+        assert store.read_bytes(b) == b"A" and not store.exists(a)
+        c = store.join(root, "new", "deep", "c")
+        store.rename_file(b, c)
+        assert store.read_bytes(c) == b"A" and not store.exists(b)
+
+    def test_rename_of_a_missing_file_fails(self, store: Store, root: str) -> None:
+        with pytest.raises(OSError):
+            store.rename_file(store.join(root, "absent"), store.join(root, "target"))
+        assert not store.exists(store.join(root, "target"))
+
+    def test_rename_dir_moves_a_tree_and_never_nests(self, store: Store, root: str) -> None:
+        self.need(store, caps.RENAME_DIRECTORY_ATOMIC)
+        src, dst = store.join(root, "src"), store.join(root, "dst")
+        store.write_bytes(store.join(src, "x", "f"), b"1")
+        store.write_bytes(store.join(dst, "g"), b"2")
+        with pytest.raises(FileExistsError):
+            store.rename_dir(src, dst)
+        assert not store.exists(store.join(dst, "src"))
+        store.rename_dir(src, store.join(root, "moved"))
+        assert store.read_bytes(store.join(root, "moved", "x", "f")) == b"1" and not store.exists(src)
+
+    def test_rename_outcome_from_evidence(self, store: Store, root: str) -> None:
+        src, dst = store.join(root, "r", "src.txt"), store.join(root, "r", "dst.txt")
+        store.write_bytes(src, b"payload")
+        before = store.info(src)
+        assert before is not None
+        assert store.rename_outcome(src, dst, before) == "not-done"
+        store.rename_file(src, dst)
+        # After the rename the evidence says "done", or "unknown" where the store cannot tell:
+        # never "not-done", which would make a committer rename (and lose) it again.
+        assert store.rename_outcome(src, dst, before) in ("done", "unknown")
+        if store.has_capability(caps.RENAME_FILE_ATOMIC) or store.has_capability(
+                caps.ETAGS_PRESERVED_IN_RENAME):
+            assert store.rename_outcome(src, dst, before) == "done"
+
+    def test_rename_keeps_the_etag_when_declared(self, store: Store, root: str) -> None:
+        self.need(store, caps.ETAGS_PRESERVED_IN_RENAME)
+        src, dst = store.join(root, "e", "src"), store.join(root, "e", "dst")
+        store.write_bytes(src, b"etag me")
+        before = store.info(src)
+        store.rename_file(src, dst)
+        after = store.info(dst)
+        assert before is not None and after is not None and before.etag == after.etag
+
+    # -- failures ------------------------------------------------------------------------------------
+    def test_transient_failures_are_recognised(self, store: Store) -> None:
+        assert store.is_transient(TimeoutError("timed out"))
+        assert store.is_transient(ConnectionResetError("reset"))
+        assert not store.is_transient(PermissionError("denied"))
+        assert not store.is_throttling(FileNotFoundError("x"))
+
+    # -- multipart uploads ------------------------------------------------------------------------------
+    def test_multipart_uploads_when_declared(self, store: Store, root: str) -> None:
+        self.need(store, caps.MULTIPART_DELAYED_COMPLETION)
+        mp = store.multipart()
+        assert mp is not None and mp.part_size >= 1
+        path = store.join(root, "mp", "object.bin")
+        upload = mp.initiate(path)
+        etags = [mp.upload_part(path, upload, 1, b"first part")]
+        assert [u.upload_id for u in mp.list_pending(store.join(root, "mp"))] == [upload]
+        assert not store.exists(path)  # nothing visible before completion
+        etag = mp.complete(path, upload, etags)
+        assert mp.complete(path, upload, etags) == etag  # idempotent
+        assert store.read_bytes(path) == b"first part"
+        assert mp.list_pending(store.join(root, "mp")) == []
+        other = mp.initiate(store.join(root, "mp10", "o"))
+        assert mp.list_pending(store.join(root, "mp")) == []  # exact directory prefix
+        assert mp.abort(store.join(root, "mp10", "o"), other) is True
+        assert mp.abort(store.join(root, "mp10", "o"), other) is False
+
+    def test_object_metadata_when_declared(self, store: Store, root: str) -> None:
+        self.need(store, caps.OBJECT_METADATA)
+        writer = store.object_metadata()
+        assert writer is not None
+        path = store.join(root, "meta", "marker")
+        writer.write_with_metadata(path, b"", {"x-test-length": "42"})
+        info = store.info(path)
+        assert info is not None and info.size == 0

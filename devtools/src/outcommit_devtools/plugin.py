@@ -1,0 +1,17 @@
+"""The development tools' plugin: adds ``outcommit demo`` to the CLI (entry point ``devtools``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from outcommit import hookimpl
+from outcommit.cli import Command
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    register(Command(
+        name="demo",
+        help="run the demo job (PySpark + an embedded store) and verify its output",
+        target="outcommit_devtools.demo:main",
+        arguments="outcommit_devtools.demo:add_arguments"))

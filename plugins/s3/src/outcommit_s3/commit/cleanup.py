@@ -1,0 +1,70 @@
+"""Ending a job and removing everything it leaves behind: abort, cleanup, and after commit.
+
+The order is what makes stragglers safe ("write, then check"): the job's markers go
+first, so a writer whose liveness check comes later aborts its own upload, and one whose
+check came earlier has saved its ``.pending`` data, which the listings that follow find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from outcommit.context import JobContext
+
+from .files import PENDING_SUFFIX, PENDINGSET_SUFFIX, Expectations, PendingCommit
+from .layout import JobLayout
+from .operations import Logger, abortable_commits
+
+if TYPE_CHECKING:
+    from .committer import MultipartCommitter
+
+
+def end_job(layout: JobLayout, job: JobContext) -> None:
+    """Delete the job's markers (every attempt): from now on each writer's liveness check fails."""
+    for attempt in range(job.attempt + 1):
+        layout.meta.delete(layout.marker(job, attempt))
+
+
+def known_commits(layout: JobLayout, expect: Expectations) -> list[PendingCommit]:
+    """Every upload a file of the job identifies, corrupt files included (best effort)."""
+    found: list[PendingCommit] = []
+    for info in layout.meta.list_files(layout.root):
+        if not info.path.endswith((PENDINGSET_SUFFIX, PENDING_SUFFIX)):
+            continue
+        try:
+            found.extend(abortable_commits(layout.meta, info.path, expect))
+        except OSError:
+            continue
+    return found
+
+
+def teardown(committer: MultipartCommitter, job: JobContext, *, delete_completed: bool,
+             sweep_destination: bool = True, own_aborts: bool = True) -> None:
+    """End the job, abort its uploads (and the destination's orphans), delete its state.
+
+    Never raises: it runs on failure paths. ``delete_completed`` (abort after a job
+    commit began) also deletes the objects this job completed, proved by their etags.
+    """
+    layout, log = committer.layout(job), committer.logger(job)
+    _logged(log, "deleting the job markers", lambda: end_job(layout, job))
+    if own_aborts:
+        def abort_own() -> None:
+            started = delete_completed and any(layout.meta.exists(layout.commit_started(job, a))
+                                               for a in range(job.attempt + 1))
+            committer.ops.abort(known_commits(layout, committer.expectations(job)), log,
+                                delete_completed=started)
+        _logged(log, "aborting the job's own uploads", abort_own)
+    if sweep_destination and committer.abort_pending:
+        _logged(log, f"aborting pending uploads under {committer.destination}",
+                lambda: committer.sweep(job))
+    _logged(log, "deleting the job directory", lambda: layout.meta.delete(layout.root, recursive=True))
+    # Local staging data goes even when the store is unreachable.
+    _logged(log, "deleting the job's local directory", lambda: committer.cleanup_local(job))
+
+
+def _logged(log: Logger, what: str, step: Callable[[], object]) -> None:
+    try:
+        step()
+    except Exception:
+        log.warning("%s failed", what, exc_info=True)

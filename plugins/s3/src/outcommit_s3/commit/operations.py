@@ -1,0 +1,97 @@
+"""Completing and aborting uploads: the only place the committers act on pending uploads.
+
+Every call checks containment once more right before acting: whatever a pending file
+says, nothing outside the job's destination is ever completed, aborted or deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+
+from outcommit.errors import CommitError, UploadGoneError
+from outcommit.multipart import MultipartUploads
+from outcommit.parallel import outcomes
+from outcommit.paths import is_inside, relative_to
+from outcommit.store import Store
+
+from ..multipart import multipart_etag
+from .files import Expectations, PendingCommit, salvage_commits
+
+Logger = logging.Logger | logging.LoggerAdapter  # type: ignore[type-arg]
+
+
+class CommitOperations:
+    """Complete, abort and prove uploads under one destination, ``threads`` at a time."""
+
+    def __init__(self, store: Store, mp: MultipartUploads, dest: str, threads: int) -> None:
+        self.store = store
+        self.mp = mp
+        self.dest = dest
+        self.threads = threads
+
+    def complete_all(self, commits: Sequence[PendingCommit]) -> None:
+        """Complete every upload; the first failures are reported together, nothing is undone."""
+        def complete(commit: PendingCommit) -> str:
+            relative_to(commit.path, self.dest)  # containment, again, right before acting
+            return self.mp.complete(commit.path, commit.upload_id, commit.etags)
+
+        failures = [(o.item, o.error) for o in outcomes(complete, commits, self.threads, "outcommit-complete")
+                    if o.error is not None]
+        if failures:
+            commit, error = failures[0]
+            raise CommitError(f"{len(failures)} of {len(commits)} uploads could not be completed, e.g. "
+                              f"{self.store.url(commit.path)}: {error}. Job commit can be retried; "
+                              "abort_job removes what was completed") from error
+
+    def abort(self, commits: Iterable[PendingCommit], log: Logger,
+              delete_completed: bool = False) -> int:
+        """Abort uploads (contained ones only); with ``delete_completed``, also delete the
+        objects this job completed (proved by the parts' etag). Returns how many were aborted."""
+        def abort(commit: PendingCommit) -> bool:
+            if self.mp.abort(commit.path, commit.upload_id):
+                return True
+            if delete_completed and self.is_completed(commit):
+                self.store.delete(commit.path)
+            return False
+
+        aborted = 0
+        contained = (c for c in commits if is_inside(c.path, self.dest))
+        for outcome in outcomes(abort, contained, self.threads, "outcommit-abort"):
+            if outcome.error is not None:
+                log.warning("could not abort upload %s to %s: %s", outcome.item.upload_id,
+                            self.store.url(outcome.item.path), outcome.error)
+            aborted += bool(outcome.result)
+        return aborted
+
+    def is_completed(self, commit: PendingCommit) -> bool:
+        """Does the destination object carry exactly these parts (completed by this job)?"""
+        expected = multipart_etag(commit.etags) if commit.etags else None
+        current = self.store.info(commit.path)
+        return current is not None and expected is not None and current.etag == expected
+
+    def check_completable(self, commits: Sequence[PendingCommit]) -> None:
+        """Before old data is deleted: every upload is still pending (or already ours).
+
+        An upload aborted meanwhile (another job's sweep, a lifecycle rule, a stray abort)
+        would otherwise be found only at completion, after the old data is gone. One
+        listing per 1000 pending uploads, not a request per file.
+        """
+        pending = {(p.path, p.upload_id) for p in self.mp.list_pending(self.dest + "/")}
+        for commit in commits:
+            if (commit.path, commit.upload_id) not in pending and not self.is_completed(commit):
+                raise UploadGoneError(
+                    f"upload {commit.upload_id} to {self.store.url(commit.path)} is no longer pending "
+                    "(aborted by a sweep, a lifecycle rule or 'outcommit uploads abort'): nothing was "
+                    "deleted for conflict mode 'replace'; rerun the job")
+
+
+def abortable_commits(store: Store, path: str, expect: Expectations) -> list[PendingCommit]:
+    """The contained uploads a pending file identifies, however corrupt it is (for aborts)."""
+    raw = store.read_bytes(path)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON: scan the text for entries
+        return salvage_commits(None, expect, raw)
+    return salvage_commits(data, expect)

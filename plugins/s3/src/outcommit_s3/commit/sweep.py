@@ -1,0 +1,78 @@
+"""The pending-upload sweep: abort the uploads under a destination that nobody will complete.
+
+Stragglers of the job itself and leftovers of crashed jobs cost storage until aborted.
+The sweep lists the uploads under the destination *directory* (never an adjacent prefix:
+``dataset1/`` is not ``dataset10/``) and never aborts one that may belong to another
+live job: an upload is skipped when a directory on its path, from the bucket down to its
+parent, holds another job's directory — a job writing to the bucket root or to a parent
+of this destination, one writing to a sub-directory of it, or one writing here at the
+same time. A crashed job's directory keeps protecting its uploads until that job is
+aborted (docs/s3.md says how).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from outcommit.multipart import PendingUpload
+from outcommit.parallel import outcomes, run_all
+from outcommit.paths import is_inside
+
+from .layout import JOB_DIR_PREFIXES
+from .operations import CommitOperations, Logger
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What a sweep did: aborted, and left to other live jobs (named by their directories)."""
+
+    aborted: int
+    skipped: int
+    owners: list[str]
+
+
+def ancestors(path: str) -> list[str]:
+    """Every directory above a store path, from the bucket down: ``b/x/y/f`` -> b, b/x, b/x/y."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def other_jobs_by_directory(ops: CommitOperations, own_root: str,
+                            uploads: Sequence[PendingUpload]) -> dict[str, list[str]]:
+    """Directories on the uploads' paths that hold another job's directory, with its names.
+
+    One listing per distinct directory (the bucket and the destination's ancestors are
+    shared by every upload): a job's directory is always a child of its destination.
+    """
+    directories = sorted({d for u in uploads for d in ancestors(u.path)})
+
+    def others(directory: str) -> list[str]:
+        return [c.name for c in ops.store.list_dir(directory)
+                if c.is_dir and c.name.startswith(JOB_DIR_PREFIXES) and c.path != own_root]
+
+    # An error is raised: unknown means abort nothing, rather than another job's upload.
+    listed = run_all(others, directories, ops.threads, "outcommit-sweep")
+    return {d: names for d, names in zip(directories, listed, strict=True) if names}
+
+
+def sweep(ops: CommitOperations, own_root: str, destination: str, log: Logger) -> Sweep:
+    """Abort the pending uploads under the destination that no other live job may own."""
+    pending = [p for p in ops.mp.list_pending(ops.dest + "/") if is_inside(p.path, ops.dest)]
+    busy = other_jobs_by_directory(ops, own_root, pending)
+    owned = [p for p in pending if any(d in busy for d in ancestors(p.path))]
+    owners = sorted({name for names in busy.values() for name in names})
+    if owned:
+        log.warning("not aborting %d pending uploads under %s: they may belong to the live jobs %s",
+                    len(owned), destination, ", ".join(owners[:3]))
+    orphans = [p for p in pending if p not in owned]
+    aborted = 0
+    for outcome in outcomes(lambda p: ops.mp.abort(p.path, p.upload_id), orphans, ops.threads,
+                            "outcommit-sweep"):
+        if outcome.error is not None:
+            log.warning("could not abort upload %s to %s: %s", outcome.item.upload_id,
+                        ops.store.url(outcome.item.path), outcome.error)
+        aborted += bool(outcome.result)
+    if aborted:
+        log.info("aborted %d other pending uploads under %s", aborted, destination)
+    return Sweep(aborted=aborted, skipped=len(owned), owners=owners)

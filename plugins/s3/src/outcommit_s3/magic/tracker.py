@@ -1,0 +1,121 @@
+"""The uploads of one task attempt, kept in the memory of the process that writes them.
+
+Hadoop's magic committer can track its commits in memory instead of saving a ``.pending``
+file, a marker and a liveness check per file: the task commit of the same process knows
+every upload. Here that is the default for an attempt set up in this process. Parts and
+the last part of each file go to a small per-attempt pool while the writer goes on
+encoding; at most ``threads`` of them are in flight (their bytes are the memory bound),
+and a writer that gets ahead of the pool waits.
+
+Failures of that background work surface at the latest at task commit, which fails the
+attempt (and aborts its uploads); a part of a large file fails its ``close()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TypeVar
+
+from outcommit.multipart import MultipartUploads
+from outcommit.paths import is_inside
+
+from ..commit.files import PendingCommit
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class AttemptUploads:
+    """In-memory record of an attempt's finished uploads, and the pool that finishes them."""
+
+    def __init__(self, mp: MultipartUploads, threads: int) -> None:
+        self.mp = mp
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="outcommit-upload")
+        self._slots = threading.BoundedSemaphore(threads)
+        self._lock = threading.Lock()
+        self._records: dict[str, tuple[int, PendingCommit]] = {}  # magic path -> (close order, commit)
+        self._futures: set[Future[None]] = set()
+        self._errors: list[BaseException] = []
+        self._order = itertools.count()
+        #: The filesystem went to another process: its writers save ``.pending`` data there.
+        self.shared = False
+
+    # -- background work -----------------------------------------------------------------
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """Run ``work`` in the pool; waits while ``threads`` jobs are already in flight."""
+        self._slots.acquire()
+        try:
+            future = self._pool.submit(work)
+        except BaseException:
+            self._slots.release()
+            raise
+        future.add_done_callback(lambda _f: self._slots.release())
+        return future
+
+    def finish(self, path: str, work: Callable[[], PendingCommit]) -> None:
+        """Finish a closed file in the background, then record its upload under ``path``."""
+        order = next(self._order)  # a later close of the same path wins, whatever finishes first
+
+        def run() -> None:
+            try:
+                self._record(path, order, work())
+            except BaseException as exc:
+                with self._lock:
+                    self._errors.append(exc)
+                raise
+
+        future = self.submit(run)
+        with self._lock:
+            self._futures.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def _record(self, path: str, order: int, commit: PendingCommit) -> None:
+        with self._lock:
+            previous = self._records.get(path)
+            if previous is None or previous[0] < order:
+                self._records[path] = (order, commit)
+                superseded = previous[1] if previous is not None else None
+            else:
+                superseded = commit  # a later close of this path finished first
+        if superseded is not None:
+            # The same path written again: the replaced upload must not leak.
+            self.mp.abort(superseded.path, superseded.upload_id)
+
+    def wait(self) -> list[BaseException]:
+        """Wait for every file closed so far; the failures of their background work."""
+        while True:
+            with self._lock:
+                futures = set(self._futures)
+            if not futures:
+                break
+            wait(futures)
+        with self._lock:
+            return list(self._errors)
+
+    # -- what was recorded ---------------------------------------------------------------
+    def commits(self) -> list[PendingCommit]:
+        with self._lock:
+            return sorted((c for _, c in self._records.values()), key=lambda c: c.key)
+
+    def take(self, path: str, recursive: bool) -> list[PendingCommit]:
+        """Forget the uploads at ``path`` (or below it); they are the caller's to abort."""
+        self.wait()
+        with self._lock:
+            chosen = [p for p in self._records if p == path or (recursive and is_inside(p, path))]
+            return [self._records.pop(p)[1] for p in chosen]
+
+    def __bool__(self) -> bool:
+        with self._lock:
+            return bool(self._records or self._futures)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
