@@ -14,7 +14,6 @@ threads; the test process runs emulator threads, so it is never forked directly.
 
 from __future__ import annotations
 
-import functools
 import logging
 import multiprocessing
 import os
@@ -28,15 +27,18 @@ from typing import Any, Literal
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.factory import create_committer, open_store
 from outcommit.store import Store
-from outcommit.testing.faults import MULTIPART_OPERATIONS, STORE_OPERATIONS, Fault, FaultInjectingStore
+from outcommit.testing.faults import (
+    MULTIPART_OPERATIONS,
+    STORE_OPERATIONS,
+    Fault,
+    FaultInjectingStore,
+    kill_process,
+)
 
 from .oracles import error_text
 
-# Operations of the S3 store that committers call beyond the Store interface.
-EXTRA_OPERATIONS = ("delete_many", "put_marker")
-ALL_OPERATIONS = (*STORE_OPERATIONS, *(f"multipart.{op}" for op in MULTIPART_OPERATIONS),
-                  *EXTRA_OPERATIONS)
-WRITE_OPERATIONS = ("write_bytes", "write_atomic", "save_json", "create_exclusive")
+ALL_OPERATIONS = (*STORE_OPERATIONS, *(f"multipart.{op}" for op in MULTIPART_OPERATIONS))
+WRITE_OPERATIONS = ("write_bytes", "write_atomic", "save_json", "create_exclusive", "write_with_metadata")
 DEADLINE_SECONDS = 180.0  # a child that neither finishes nor dies by then is a harness failure
 
 KillKind = Literal["start", "publish", "before-success", "any"]
@@ -70,21 +72,6 @@ class ChildResult:
     matched: int = 0
     error: str | None = None
     message: dict[str, Any] | None = None
-
-
-class CountingStore(FaultInjectingStore):
-    """A FaultInjectingStore that also counts the S3 store's extra operations."""
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.inner, name)
-        if name in EXTRA_OPERATIONS and callable(target):
-            return functools.partial(self.call, name, target)
-        return target
-
-
-def _die(message: str) -> BaseException:
-    os.kill(os.getpid(), signal.SIGKILL)
-    raise AssertionError("unreachable: SIGKILL was sent")  # pragma: no cover
 
 
 class _Trigger:
@@ -126,7 +113,7 @@ def _writes_success(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
     return lambda operation, args: operation in WRITE_OPERATIONS and bool(args) and args[0] == target
 
 
-def arm(store: CountingStore, rule: KillRule, dest: str) -> _Trigger | None:
+def arm(store: FaultInjectingStore, rule: KillRule, dest: str) -> _Trigger | None:
     """Install the kill ``rule`` on ``store``; returns the counter (None for ``start``)."""
     if rule.kind == "start":
         return None
@@ -138,7 +125,7 @@ def arm(store: CountingStore, rule: KillRule, dest: str) -> _Trigger | None:
         trigger = _Trigger(1, _writes_success(dest))
     when: Literal["before", "after"] = "before" if rule.kind == "before-success" else "after"
     for operation in ALL_OPERATIONS:
-        store.add(Fault(operation, when=when, times=-1, error=_die, predicate=trigger))
+        store.add(Fault(operation, when=when, times=-1, error=kill_process, predicate=trigger))
     return trigger
 
 
@@ -161,7 +148,7 @@ class _BeforeFirst:
         return False
 
 
-def before_first(store: CountingStore, matches: Callable[[str, tuple[Any, ...]], bool],
+def before_first(store: FaultInjectingStore, matches: Callable[[str, tuple[Any, ...]], bool],
                  action: Callable[[], None]) -> None:
     """Run ``action`` just before the first store operation that ``matches`` accepts."""
     predicate = _BeforeFirst(matches, action)
@@ -212,13 +199,15 @@ def _quiet() -> None:
 
 def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
     _quiet()
-    store = CountingStore(open_store(request.destination, request.config))
-    committer = create_committer(request.destination, request.config, request.committer, store=store)
-    job = JobContext.from_dict(request.job)
-    if request.rule.kind == "start":
-        _die("driver killed before job commit")
-    trigger = arm(store, request.rule, store.strip(request.destination))
+    trigger = None
     try:
+        store = FaultInjectingStore(open_store(request.destination, request.config))
+        committer = create_committer(request.destination, request.config, request.committer,
+                                     store=store)
+        job = JobContext.from_dict(request.job)
+        if request.rule.kind == "start":
+            kill_process("driver killed before job commit")
+        trigger = arm(store, request.rule, store.strip(request.destination))
         committer.commit_job(job, request.messages)
     except Exception as exc:
         conn.send(ChildResult(False, 0, trigger.count if trigger else 0, error_text(exc)))
@@ -228,15 +217,18 @@ def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
 
 def _child_task_attempt(request: TaskAttemptRequest, conn: Connection) -> None:
     _quiet()
-    store = CountingStore(open_store(request.destination, request.config))
-    committer = create_committer(request.destination, request.config, request.committer, store=store)
-    task = TaskAttemptContext.from_dict(request.task)
-    fs, base = committer.filesystem(task), committer.work_path(task)
-    for rel, data in request.files.items():
-        with fs.open(f"{base}/{rel}", "wb") as handle:
-            handle.write(data)
-    trigger = arm(store, request.rule, store.strip(request.destination))
+    trigger = None
     try:
+        store = FaultInjectingStore(open_store(request.destination, request.config))
+        committer = create_committer(request.destination, request.config, request.committer,
+                                     store=store)
+        task = TaskAttemptContext.from_dict(request.task)
+        committer.setup_task(task)  # the attempt lives in this process (magic tracks uploads here)
+        fs, base = committer.filesystem(task), committer.work_path(task)
+        for rel, data in request.files.items():
+            with fs.open(f"{base}/{rel}", "wb") as handle:
+                handle.write(data)
+        trigger = arm(store, request.rule, store.strip(request.destination))
         message = committer.commit_task(task)
     except Exception as exc:
         conn.send(ChildResult(False, 0, trigger.count if trigger else 0, error_text(exc)))
@@ -300,5 +292,6 @@ def attempt_and_die(committer: str, destination: str, config: dict[str, str], ta
                                                         task.to_dict(), dict(files), rule))
 
 
-def wrap(store: Store) -> CountingStore:
-    return CountingStore(store)
+def wrap(store: Store) -> FaultInjectingStore:
+    """``store`` behind a wrapper where kill rules and hooks can be installed."""
+    return FaultInjectingStore(store)

@@ -49,6 +49,10 @@ class EngineFailure(CommitError):
     """The engine gave up on the job (a rule of docs/protocol.md, not a committer error)."""
 
 
+class HarnessError(Exception):
+    """The harness could not produce the situation it wanted: the cell proves nothing."""
+
+
 class DriverKilled(CommitError):
     """The driver process died; the job never finished (the cell's loud failure)."""
 
@@ -97,11 +101,15 @@ class CellEnv:
 
 
 def task_files(label: str, job: JobContext, index: int, attempt: int) -> Files:
-    """What one attempt writes: the names every attempt of the task uses, its own bytes."""
+    """What one attempt writes: the names every attempt of the task uses, its own bytes.
+
+    One file at the top level and one in ``sub/``, a directory every task writes into, so
+    rename committers merge into an existing directory and partitioned ones see two
+    partitions.
+    """
     base = f"{label}part-{index:05d}"
     tag = f"{label}job {job.job_id[:8]}.{job.attempt} task {index} attempt {attempt}"
     return {f"{base}-0.txt": f"{tag} file 0\n".encode(),
-            f"{base}-1.txt": f"{tag} file 1\n".encode(),
             f"sub/{base}.txt": f"{tag} file sub\n".encode()}
 
 
@@ -133,7 +141,7 @@ class Attempt:
             self.written[rel] = data
 
     def write_partial(self) -> None:
-        """Write the first file, then die inside the second: some bytes flushed, never closed.
+        """Write the first file, then die inside the next: some bytes flushed, never closed.
 
         On a multipart store the partial file is larger than a part, so a part really is
         uploaded (a pending upload that no file records).

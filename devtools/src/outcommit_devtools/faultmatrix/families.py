@@ -16,7 +16,7 @@ from outcommit import capabilities as caps
 from outcommit.context import JobContext
 
 from . import driverproc
-from .engine import TASKS, Attempt, CellEnv, DriverKilled, Engine, EngineFailure, Files
+from .engine import TASKS, Attempt, CellEnv, DriverKilled, Engine, EngineFailure, Files, HarnessError
 from .oracles import Destination, Observation, read_success
 from .scenarios import DriverKill, JobsLayout, StoreFault, TaskFailure
 from .storefaults import Injector, wrap_for
@@ -67,7 +67,7 @@ def run_job(engine: Engine, obs: Observation, body: Callable[[], object]) -> boo
     try:
         body()
         return True
-    except NotApplicable:
+    except (NotApplicable, HarnessError):
         raise
     except Exception as exc:
         obs.error = exc
@@ -145,8 +145,9 @@ def _die_in_task_commit(env: CellEnv, engine: Engine, victim: Attempt, k: int) -
     result = driverproc.attempt_and_die(env.committer, env.dest, env.config, victim.task,
                                         victim.files, driverproc.KillRule("any", k))
     if not result.killed:
-        raise NotApplicable(f"task commit took {result.matched} store operations (< {k}): "
-                            "nothing to kill" + (f"; it failed: {result.error}" if result.error else ""))
+        if result.error:
+            raise HarnessError(f"the attempt failed in its process before the kill point: {result.error}")
+        raise NotApplicable(f"task commit took {result.matched} store operations (< {k}): nothing to kill")
     if engine.flow == "hadoop":
         engine.outputs[0] = [dict(victim.files)]  # its commit may have taken effect
         engine.permitted_attempt_lost(0)

@@ -127,7 +127,6 @@ class Observation:
     written: dict[str, set[bytes]] = field(default_factory=dict)
     outside_before: dict[str, str] = field(default_factory=dict)
     outside_after: dict[str, str] = field(default_factory=dict)
-    not_applicable: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -252,14 +251,12 @@ def _within(after: Files, expected: Files, extra: Mapping[str, set[bytes]]) -> b
 
 
 def judge(obs: Observation, expectation: Expectation, has: Mapping[str, bool]) -> Verdict:
-    """Classify one cell: correct, loud, limit or WRONG (n/a when the scenario said so).
+    """Classify one cell: correct, loud, limit or WRONG.
 
     Leaks, changes outside the destination, a failure that does not name its cause and a
     failure where the committer promised success are WRONG whatever the limits; a state
     that only a declared limit explains is ``limit``.
     """
-    if obs.not_applicable:
-        return Verdict("n/a", obs.not_applicable)
     state, clean = _strict(obs, has.get(caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT, False))
     outcome = "correct" if obs.error is None else "loud"
     problems: list[str] = []

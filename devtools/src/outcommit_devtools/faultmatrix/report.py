@@ -91,9 +91,9 @@ def limits(results: Iterable[CellResult]) -> str:
     for known in LIMITS:
         cells = by_limit.get(known.id)
         if cells:
-            lines.append(f"- **{known.id}** ({len(cells)} cells; committers without "
-                         f"`{known.lacking or 'any capability'}`): {known.text}. Safe alternative: "
-                         f"{known.alternative}.")
+            who = f"committers without `{known.lacking}`" if known.lacking else "every committer"
+            lines.append(f"- **{known.id}** ({len(cells)} cells; {who}): {known.text}. "
+                         f"Safe alternative: {known.alternative}.")
             lines.append("  " + ", ".join(f"`{c}`" for c in cells))
     return "\n".join(lines) or "none shown"
 

@@ -118,7 +118,7 @@ Scenario = TaskFailure | DriverKill | StoreFault | JobsLayout
 
 
 def task_scenarios(size: Size) -> list[TaskFailure]:
-    ks = (1,) if size == "ci" else (1, 2, 3, 4, 6)
+    ks = (1,) if size == "ci" else (1, 2, 3, 4, 5)
     found: list[TaskFailure] = []
     before: tuple[TaskPoint, ...] = ("before-write", "mid-write", "after-write")
     after: tuple[TaskPoint, ...] = ("after-commit", "zombie-before-job-commit",
@@ -135,7 +135,7 @@ def driver_scenarios(size: Size) -> list[DriverKill]:
     the modes that change the outcome (``fail``: a restarted job meets its own output;
     ``replace``: old data deleted, new half published) where the job is half published
     (k = 1) and wholly published without ``_SUCCESS``."""
-    ks = (1, 3) if size == "ci" else (1, 2, 3, 5)
+    ks = (1, 2) if size == "ci" else (1, 2, 3)
     points: list[tuple[DriverPoint, int]] = [("before-commit", 0), *(("publish", k) for k in ks),
                                              ("before-success", 0)]
     recoveries: tuple[Recovery, ...] = ("recommit", "recover", "abort")
