@@ -6,9 +6,9 @@ and the GCS emulator (``gcs``). The three network stores are reached through a
 :class:`~outcommit_devtools.faultproxy.FaultProxy`, so a cell can inject HTTP faults;
 the proxy adds no latency here.
 
-Servers come from the caller (the test session's fixtures) or are started here (the
-command line); either way :func:`open_bindings` puts a proxy in front of each and
-creates the bucket/container every cell makes its own directory in.
+:func:`started_servers` starts the emulators, each in a process of its own;
+:func:`open_bindings` puts a proxy in front of each and creates the bucket/container
+every cell makes its own directory in.
 """
 
 from __future__ import annotations
