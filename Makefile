@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PLUGIN_PYPROJECTS := $(wildcard plugins/*/pyproject.toml) devtools/pyproject.toml
 
-.PHONY: setup demo test lint type bench clean
+.PHONY: setup demo test lint type bench wheels clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,11 @@ type: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
+
+# Every distribution's wheel in dist/ (docs/install.md: install them with --find-links dist/).
+wheels: setup
+	for d in core plugins/s3 plugins/azure plugins/gcs plugins/hdfs devtools; do \
+	  $(BIN)/python -m build --wheel --no-isolation --outdir dist $$d || exit 1; rm -rf $$d/build; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

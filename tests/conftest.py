@@ -62,3 +62,49 @@ def gcs_server() -> Iterator[Any]:
     server = emulator.start_gcs_emulator()
     yield server
     server.stop()
+
+
+READING_DOC = Path(__file__).resolve().parents[1] / "docs" / "reading.md"
+
+
+@pytest.fixture(scope="session")
+def reading_table() -> dict[str, str]:
+    """docs/reading.md's table of readers: reader call -> rows read (a number or ``error``)."""
+    text = READING_DOC.read_text()
+    body = text.split("<!-- reading-table -->")[1].split("<!-- /reading-table -->")[0]
+    rows = [line.strip().strip("|").split("|") for line in body.strip().splitlines()[2:]]
+    return {call.strip().strip("`"): rows_read.strip() for call, rows_read, _ in rows}
+
+
+@pytest.fixture
+def running_v1_destination(tmp_path: Path) -> str:
+    """docs/reading.md's scenario: 3,000 committed rows (12 files), and a ``v1`` append job
+    running on them with one task committed and one attempt writing, 500 rows each."""
+    import pyarrow as pa
+
+    import outcommit
+    from outcommit.context import JobContext, TaskAttemptContext
+    from outcommit.engine.local import LocalDriver
+    from outcommit.engine.writer import write_table
+
+    url = f"file://{tmp_path}/read ü events"
+
+    def table(i: int) -> Any:
+        return pa.table({"id": list(range(i * 500, i * 500 + 500)),
+                         "date": ["2026-11-01"] * 250 + ["2026-11-02"] * 250})
+
+    done = LocalDriver(url, committer="v1", partition_by=["date"], workers=2).run(
+        [table(i) for i in range(6)])
+    assert (done.files, done.rows) == (12, 3000)
+    config = {"outcommit.committer.conflict-mode": "append"}
+    committer = outcommit.create_committer(url, config, committer="v1")
+    job = JobContext(url, config=config)
+    committer.setup_job(job)
+    for index in range(2):
+        task = TaskAttemptContext(job, index, 0)
+        committer.setup_task(task)
+        write_table(committer.filesystem(task), committer.work_path(task), table(100 + index),
+                    task_index=index, job_id=job.job_id, attempt=0, partition_by=["date"])
+        if index == 0:
+            committer.commit_task(task)
+    return url

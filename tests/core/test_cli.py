@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -44,3 +47,50 @@ def test_durations() -> None:
 def test_bad_conf_pair(tmp_path, capsys) -> None:
     assert main(["capabilities", str(tmp_path), "--conf", "novalue"]) == 2
     assert "use KEY=VALUE" in capsys.readouterr().err
+
+
+def _cli(*args: str, stdout: int | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "outcommit.cli", *args], text=True,
+                          capture_output=stdout is None, stdout=stdout,
+                          stderr=subprocess.PIPE if stdout is not None else None, timeout=120)
+
+
+def test_every_command_has_json_and_examples() -> None:
+    from outcommit.cli import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"plugins", "config", "capabilities", "success", "uploads", "demo"} <= set(commands)
+    for name, command in commands.items():               # plugins' commands too
+        help_text = command.format_help()
+        assert "--json" in help_text and "examples:\n  outcommit " + name in help_text, name
+        assert "``" not in help_text  # plain text, no raw RST
+        for action in command._actions:
+            assert action.help, f"outcommit {name}: {action.option_strings or action.dest} has no help"
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """'outcommit config | head -1': the reader has gone before we write."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = _cli("config", stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr
+
+
+def test_success_on_a_zero_byte_marker_is_a_legacy_report(tmp_path) -> None:
+    (tmp_path / "_SUCCESS").write_bytes(b"")  # what Spark's own FileOutputCommitter leaves
+    result = _cli("success", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "legacy FileOutputCommitter marker: no report" in result.stdout
+    assert json.loads(_cli("success", str(tmp_path), "--json").stdout)["legacy"] is True
+
+
+def test_config_lists_every_key_with_its_plugin_and_aliases() -> None:
+    keys = {k["key"]: k for k in json.loads(_cli("config", "--json").stdout)}
+    assert keys["outcommit.committer.threads"]["plugin"] == "outcommit"
+    assert "fs.s3a.committer.threads" in keys["outcommit.committer.threads"]["aliases"]
+    assert keys["outcommit.s3.endpoint"]["plugin"] == "s3"

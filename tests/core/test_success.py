@@ -73,8 +73,12 @@ def test_corrupt_success_is_a_clear_error(committed, content: bytes, field: str 
         load_success(store, store.join(store.strip(str(out)), "_SUCCESS"))
     assert error.value.field == field
     assert str(out / "_SUCCESS") in str(error.value)
-    assert main(["success", str(out)]) == 2
-    assert "_SUCCESS" in capsys.readouterr().err
+    if content:
+        assert main(["success", str(out)]) == 2
+        assert "_SUCCESS" in capsys.readouterr().err
+    else:  # Hadoop's own zero-byte marker: no report to show, but not an error either
+        assert main(["success", str(out)]) == 0
+        assert "legacy FileOutputCommitter marker" in capsys.readouterr().out
     assert (out / "_SUCCESS").read_bytes() == content  # reading never changes anything
 
 
@@ -86,3 +90,35 @@ def test_cli_success_shows_a_valid_report(committed, capsys) -> None:
     assert main(["success", str(out / "_SUCCESS"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["jobId"] == job.job_id
     assert main(["success", str(out / "missing")]) == 1
+
+
+def test_success_carries_hadoop_iostatistics(committed) -> None:
+    out, _ = committed
+    stats = json.loads((out / "_SUCCESS").read_text())["iostatistics"]
+    assert set(stats) == {"counters", "gauges", "minimums", "maximums", "meanstatistics"}
+    counters = stats["counters"]
+    assert counters["committer_jobs_completed"] == 1
+    assert counters["committer_tasks_completed"] == 1
+    assert counters["committer_commits_completed"] == 1
+    assert counters["committer_commit_job"] == 1
+    assert stats["meanstatistics"]["committer_commit_job.mean"]["samples"] == 1
+    assert load_success(outcommit.open_store(str(out)), str(out / "_SUCCESS")).iostatistics == stats
+
+
+def test_commit_records_carry_the_job_id_as_fields(tmp_path, caplog) -> None:
+    import logging
+
+    dest = str(tmp_path / "logged")
+    committer = outcommit.create_committer(dest)
+    job = JobContext(dest, config=committer.config)
+    with caplog.at_level(logging.INFO, logger="outcommit.committer"):
+        committer.setup_job(job)
+        task = job.task_attempt(0)
+        committer.setup_task(task)
+        with committer.filesystem(task).open(committer.work_path(task) + "/a.txt", "wb") as f:
+            f.write(b"a")
+        committer.commit_job(job, [committer.commit_task(task)])
+    records = [r for r in caplog.records if r.name.startswith("outcommit.committer")]
+    assert records and all(getattr(r, "job_id", None) == job.job_id for r in records)
+    assert any(getattr(r, "task_attempt_id", None) == task.attempt_id for r in records)
+    assert all(getattr(r, "committer", None) == "v1" for r in records)

@@ -17,7 +17,7 @@ def batches(count: int, rows: int, dates: int = 3):
     for b in range(count):
         start = b * rows
         ids = pa.array(range(start, start + rows), pa.int64())
-        yield pa.record_batch({
+        yield pa.RecordBatch.from_pydict({
             "id": ids,
             "date": pa.array([f"2026-11-{(i % dates) + 1:02d}" for i in range(start, start + rows)]),
             "payload": pa.array([f"row {i} " + "x" * 150 for i in range(start, start + rows)]),

@@ -9,7 +9,7 @@ import pytest
 from s3_helpers import run_task, start
 
 import outcommit
-from outcommit import CorruptFileError
+from outcommit import CorruptFileError, load_success
 from outcommit.cli import main as cli_main
 from outcommit.errors import CommitError, DestinationExistsError
 from outcommit.testing.conformance import leftovers, visible_files
@@ -314,3 +314,18 @@ def test_uploads_cli_lists_checks_and_aborts(config, s3_root, capsys):
     committer.cleanup_job(job)
     with pytest.raises(CommitError):
         committer.commit_job(job)
+
+
+def test_success_iostatistics_count_this_jobs_s3_requests(config, s3_root):
+    url = f"{s3_root}/iostats"
+    committer, job = start(url, config, "magic")
+    messages = [run_task(committer, job, i, {f"f{i}-{n}.txt": b"x" for n in range(3)}) for i in range(2)]
+    summary = committer.commit_job(job, messages)
+    counters = summary.iostatistics["counters"]
+    assert counters["multipart_upload_completed"] == 6          # one per file
+    assert counters["committer_commits_completed"] == 6
+    assert counters["committer_tasks_completed"] == 2
+    assert counters["object_put_request"] == 1                   # _commit-started.json (not _SUCCESS itself)
+    assert "object_multipart_initiated" not in counters          # the tasks' requests, not the job's
+    store = outcommit.open_store(url, config)
+    assert load_success(store, f"{store.strip(url)}/_SUCCESS").iostatistics["counters"] == counters

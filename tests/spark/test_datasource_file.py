@@ -124,6 +124,28 @@ def test_spark_config_selects_the_committer_per_scheme(spark: Any, tmp_path: Any
         outcommit.spark.register(spark)
 
 
+def test_unset_of_a_key_set_on_the_builder_takes_effect(spark: Any, tmp_path: Any) -> None:
+    import outcommit.spark
+
+    key = "spark.outcommit.committer.file"
+    assert spark.sparkContext.getConf().get(key) == "v1"        # set on the builder
+    df = events(spark, rows=100, partitions=1)
+    try:
+        spark.conf.set(key, "v1")
+        outcommit.spark.register(spark)
+        df.write.format("outcommit").mode("append").save(f"file://{tmp_path}/builder-key")
+        assert success_of(f"file://{tmp_path}/builder-key").diagnostics["selection"] == \
+            "outcommit.committer.file=v1"
+        spark.conf.unset(key)
+        outcommit.spark.register(spark)
+        df.write.format("outcommit").mode("append").save(f"file://{tmp_path}/unset")
+        assert success_of(f"file://{tmp_path}/unset").diagnostics["selection"] == \
+            "default committer for file://"
+    finally:
+        spark.conf.set(key, "v1")
+        outcommit.spark.register(spark)
+
+
 def test_csv_and_json_formats(spark: Any, tmp_path: Any) -> None:
     df = events(spark, rows=300, partitions=2).drop("amount")
     csv_dest, json_dest = f"file://{tmp_path}/csv", f"file://{tmp_path}/json"

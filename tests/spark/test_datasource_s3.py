@@ -132,3 +132,37 @@ def test_store_settings_from_spark_hadoop_keys(spark: Any, moto: Any, s3_dest: s
     summary = success_of(s3_dest, moto.config)
     assert summary.committer == "magic"
     assert "fs.s3a.committer.name=magic" in summary.diagnostics["selection"]
+
+
+@pytest.mark.parametrize(("options", "first_line"), [
+    ({"partitonBy": "date"},
+     r"outcommit\.errors\.OptionError: unknown write option 'partitonby' \(did you mean partitionBy\?\)"),
+    ({"committer": "v1"}, r"outcommit\.errors\.UnsafeCommitterError: committer 'v1' is not safe on s3://"),
+    ({"outcommit.s3.endpoint": "http://127.0.0.1:1"},
+     r"outcommit\.errors\.StoreUnreachableError: cannot reach the S3 endpoint http://127\.0\.0\.1:1"),
+    ({"path": "s3://no-such-bucket-here/t"},
+     r"outcommit\.errors\.StoreNotFoundError: .*the bucket 'no-such-bucket-here' does not exist"),
+], ids=["misspelled-option", "unsafe-committer", "wrong-endpoint", "missing-bucket"])
+def test_the_first_line_of_the_spark_error_says_what_is_wrong(spark: Any, moto: Any, s3_dest: str,
+                                                              options: dict[str, str],
+                                                              first_line: str) -> None:
+    import re
+
+    options = {**moto.config, "path": s3_dest, **options}
+    with pytest.raises(Exception) as caught:
+        events(spark, 100, 1).write.format("outcommit").mode("append").options(**options).save()
+    assert re.search(first_line, str(caught.value).splitlines()[0]), str(caught.value)[:2000]
+    assert "Traceback" not in str(caught.value)
+    assert leftovers(s3_dest, moto.config) == []
+
+
+def test_a_task_side_error_names_itself_in_the_stage_failure(spark: Any, moto: Any, s3_dest: str) -> None:
+    df = events(spark, 200, 2)
+    written(df, moto, s3_dest, committer="partitioned", partitionBy="date")
+    with pytest.raises(Exception) as caught:
+        written(df, moto, s3_dest, committer="partitioned", partitionBy="date", conflictMode="fail")
+    message = str(caught.value)
+    # PySpark's own first line ("An exception was thrown from the Python worker:"), then ours.
+    assert message.splitlines()[1].startswith(
+        "outcommit.errors.DestinationExistsError: partition s3://"), message[:2000]
+    assert "Traceback" not in message

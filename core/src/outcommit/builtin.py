@@ -13,6 +13,7 @@ from .committers.manifest import CONFIG_KEYS as MANIFEST_KEYS
 from .committers.manifest import ManifestCommitter
 from .config import CORE_ALIASES, CORE_KEYS, Config
 from .hookspecs import RegisterCommitter, RegisterStore, hookimpl
+from .progress import CONFIG_KEYS as PROGRESS_KEYS
 from .retry import CONFIG_KEYS as RETRY_KEYS
 from .store import StoreSpec
 from .stores.local import LOCAL_CAPABILITIES, LocalStore
@@ -44,7 +45,7 @@ def register_committers(register: RegisterCommitter) -> None:
 
 @hookimpl
 def register_config_keys(register: Callable[[str, str], None]) -> None:
-    for key, description in {**CORE_KEYS, **RETRY_KEYS}.items():
+    for key, description in {**CORE_KEYS, **RETRY_KEYS, **PROGRESS_KEYS}.items():
         register(key, description)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -119,10 +121,19 @@ def cmd_success(args: argparse.Namespace) -> int:
     path = store.strip(args.url)
     if not path.endswith("/" + SUCCESS_FILE):
         path = store.join(path, SUCCESS_FILE)
-    if not store.exists(path):
+    info = store.info(path)
+    if info is None:
         print(f"no {SUCCESS_FILE} at {store.url(path)}: the job was not committed "
               "(or committed without a report)", file=sys.stderr)
         return 1
+    if info.size == 0:
+        # Hadoop's FileOutputCommitter (Spark's own writes) leaves an empty marker.
+        if args.json:
+            print(json.dumps({"url": store.url(path), "legacy": True, "success": True}))
+        else:
+            print(f"{store.url(path)}: legacy FileOutputCommitter marker: no report "
+                  "(the job succeeded; zero-byte _SUCCESS files carry nothing more)")
+        return 0
     report = load_success(store, path)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -144,6 +155,11 @@ def cmd_success(args: argparse.Namespace) -> int:
         print("  diagnostics:")
         for key, text in sorted(report.diagnostics.items()):
             print(f"    {key} = {text}")
+    counters = report.iostatistics.get("counters") or {}
+    if counters:
+        print("  iostatistics (Hadoop's names):")
+        for key, value in sorted(counters.items()):
+            print(f"    {key} = {value}")
     return 0 if report.success else 1
 
 
@@ -160,25 +176,47 @@ def cmd_uploads(args: argparse.Namespace) -> int:
     if args.action == "abort" and args.older_than is not None:
         cutoff = datetime.now(timezone.utc) - args.older_than
         uploads = [u for u in uploads if u.initiated is None or _aware(u.initiated) <= cutoff]
+    def as_json(upload: Any, **extra: Any) -> dict[str, Any]:
+        return {"url": store.url(upload.path), "upload_id": upload.upload_id,
+                "initiated": upload.initiated.isoformat() if upload.initiated else None, **extra}
+
     if args.action in ("list", "check"):
-        for u in uploads:
-            initiated = u.initiated.isoformat() if u.initiated else "-"
-            print(f"{store.url(u.path)}\t{u.upload_id}\t{initiated}")
+        if args.json:
+            print(json.dumps([as_json(u) for u in uploads], indent=2))
+        else:
+            for u in uploads:
+                initiated = u.initiated.isoformat() if u.initiated else "-"
+                print(f"{store.url(u.path)}\t{u.upload_id}\t{initiated}")
         if args.action == "check":
             print(f"{len(uploads)} pending upload(s) under {store.url(directory)}", file=sys.stderr)
             return 1 if uploads else 0
         return 0
-    if not uploads:
-        print(f"no pending uploads under {store.url(directory)}")
-        return 0
     if not args.force:
-        for u in uploads:
-            print(f"would abort {store.url(u.path)} {u.upload_id}")
-        print(f"{len(uploads)} upload(s) would be aborted: add --force to abort them")
-        return 1
-    aborted = sum(1 for u in uploads if multipart.abort(u.path, u.upload_id))
-    print(f"aborted {aborted} of {len(uploads)} pending upload(s) under {store.url(directory)}")
-    return 0
+        if args.json:
+            print(json.dumps([as_json(u, aborted=False) for u in uploads], indent=2))
+        else:
+            for u in uploads:
+                print(f"would abort {store.url(u.path)} {u.upload_id}")
+            print(f"{len(uploads)} upload(s) would be aborted" + (": add --force to abort them"
+                                                                   if uploads else ""))
+        return 1 if uploads else 0
+    from .parallel import outcomes
+    from .progress import Progress
+
+    results = []
+    log = logging.getLogger("outcommit.cli")
+    progress = Progress("aborting uploads", len(uploads), log, unit="upload")
+    for outcome in outcomes(lambda u: multipart.abort(u.path, u.upload_id), uploads, 16):
+        results.append(as_json(outcome.item, aborted=bool(outcome.result),
+                               error=str(outcome.error) if outcome.error else None))
+        progress.advance()
+    progress.close()
+    aborted = sum(1 for r in results if r["aborted"])
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"aborted {aborted} of {len(uploads)} pending upload(s) under {store.url(directory)}")
+    return 0 if all(r["error"] is None for r in results) else 1
 
 
 def _aware(moment: datetime) -> datetime:
@@ -200,53 +238,88 @@ class Command:
     target: str
     arguments: str | None = None
     plugin: str = ""
+    #: Example command lines shown by ``--help`` (one per line, without the indent).
+    examples: str = ""
 
     def load(self, spec: str) -> Any:
         module, _, function = spec.partition(":")
         return getattr(importlib.import_module(module), function)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="outcommit", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"outcommit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+DESCRIPTION = """Safe output commits for Python data pipelines: inspect what is installed,
+what a store guarantees, a job's _SUCCESS report, and pending multipart uploads."""
 
-    p = sub.add_parser("plugins", help="installed plugins, versions, schemes and committers")
-    p.add_argument("--json", action="store_true")
+EXAMPLES = {
+    "plugins": "  outcommit plugins\n  outcommit plugins --json | jq '.[].schemes'",
+    "config": "  outcommit config\n  outcommit config --json\n  outcommit config --write-docs docs",
+    "capabilities": "  outcommit capabilities s3://bucket/table --conf outcommit.s3.region=eu-west-1\n"
+                    "  outcommit capabilities gs://bucket/table --json",
+    "success": "  outcommit success s3://bucket/events\n"
+               "  outcommit success file:///data/events/_SUCCESS --files 100\n"
+               "  outcommit success abfs://data/events --json",
+    "uploads": "  outcommit uploads list s3://bucket/events/\n"
+               "  outcommit uploads check s3://bucket/events/     # exit 1 while any is pending\n"
+               "  outcommit uploads abort s3://bucket/events/ --older-than 24h --force",
+}
+
+
+def _subparser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, description=help[0].upper() + help[1:] + ".",
+        epilog="examples:\n" + EXAMPLES[name], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def _conf_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                        help="configuration, as in code or Spark (repeatable), e.g. "
+                             "--conf outcommit.s3.endpoint=http://127.0.0.1:9000")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="outcommit", description=DESCRIPTION,
+                                     epilog="'outcommit <command> --help' shows each command's "
+                                            "options and examples")
+    parser.add_argument("--version", action="version", version=f"outcommit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    p = _subparser(sub, "plugins", "installed plugins, versions, schemes and committers")
     p.set_defaults(func=cmd_plugins)
 
-    p = sub.add_parser("config", help="every configuration key the installed plugins read")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = _subparser(sub, "config", "every configuration key the installed plugins read")
     p.add_argument("--markdown", action="store_true", help="the table of docs/configuration.md")
     p.add_argument("--write-docs", metavar="DOCS_DIR",
                    help="regenerate the key and option tables in DOCS_DIR/*.md")
     p.set_defaults(func=cmd_config)
 
-    p = sub.add_parser("capabilities", help="what a store guarantees and which committers are safe")
-    p.add_argument("url")
-    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="configuration (repeatable)")
-    p.add_argument("--json", action="store_true")
+    p = _subparser(sub, "capabilities", "what a store guarantees and which committers are safe")
+    p.add_argument("url", help="a destination URL (the store is asked, nothing is written)")
+    _conf_option(p)
     p.set_defaults(func=cmd_capabilities)
 
-    p = sub.add_parser("success", help="show and validate a _SUCCESS report")
+    p = _subparser(sub, "success", "show and validate a job's _SUCCESS report")
     p.add_argument("url", help="destination directory or its _SUCCESS file")
-    p.add_argument("--conf", action="append", metavar="KEY=VALUE")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--files", type=int, default=10, help="how many file names to show")
+    _conf_option(p)
+    p.add_argument("--files", type=int, default=10, help="how many file names to show (default 10)")
     p.set_defaults(func=cmd_success)
 
-    p = sub.add_parser("uploads", help="pending multipart uploads under a directory")
+    p = _subparser(sub, "uploads", "pending multipart uploads under a directory")
     p.add_argument("action", choices=["list", "abort", "check"],
                    help="list them; abort them; check: exit 1 when any is pending")
-    p.add_argument("url")
+    p.add_argument("url", help="the directory (its exact prefix: out/dataset1/ is not out/dataset10/)")
     p.add_argument("--older-than", type=parse_duration, default=None, metavar="DURATION",
-                   help="abort only uploads initiated longer ago than this (e.g. 24h)")
+                   help="abort only uploads initiated longer ago than this (e.g. 90m, 24h, 7d)")
     p.add_argument("--force", action="store_true", help="really abort (default: show what would be)")
-    p.add_argument("--conf", action="append", metavar="KEY=VALUE")
+    _conf_option(p)
     p.set_defaults(func=cmd_uploads)
 
     for command in sorted(get_registry().commands().values(), key=lambda c: c.name):
-        p = sub.add_parser(command.name, help=f"{command.help} (from plugin {command.plugin})")
+        p = sub.add_parser(command.name, help=f"{command.help} (from plugin {command.plugin})",
+                           description=command.help[0].upper() + command.help[1:] + ".",
+                           epilog="examples:\n" + "".join(f"  {line}\n" for line in
+                                                            command.examples.splitlines()),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         if command.arguments:
             command.load(command.arguments)(p)
         p.set_defaults(func=lambda args, _c=command: _c.load(_c.target)(args))
@@ -256,8 +329,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .progress import show_bars
+
+    show_bars(sys.stderr.isatty())  # a live bar for long stages, on a terminal only
     try:
         result: Any = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except OutcommitError as exc:
         print(f"outcommit {args.command}: {exc}", file=sys.stderr)
         return 2

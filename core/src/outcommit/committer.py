@@ -12,11 +12,13 @@ from typing import Any, ClassVar
 import fsspec
 
 from . import capabilities as caps
+from . import iostats
 from .capabilities import Capabilities
 from .committers import journal
 from .config import Config
 from .context import JobContext, TaskAttemptContext
 from .errors import CommitError, DestinationExistsError, JobCommitError, TaskCommitError
+from .iostats import IOStatistics, merge_snapshots
 from .paths import is_hidden, is_inside, relative_to
 from .store import FileInfo, Store
 from .success import SUCCESS_FILE, SuccessData
@@ -29,9 +31,12 @@ CONFLICT_MODES = ("fail", "append", "replace")
 
 
 class JobLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """Puts the job id in every record of a commit."""
+    """Puts the job id in every record of a commit: in the text, and as the record
+    attributes ``job_id`` (and ``task_attempt_id`` for a task's records), which JSON log
+    handlers carry as fields."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        kwargs["extra"] = {**self.extra, **(kwargs.get("extra") or {})}  # type: ignore[dict-item]
         return f"[job {self.extra['job_id']}] {msg}", kwargs  # type: ignore[index]
 
 
@@ -62,6 +67,7 @@ class Committer:
         self.conflict_mode = self.config.get_choice(
             "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
         self._engine_metrics: dict[str, int] = {}
+        self._io_baseline: dict[str, int] = {}
 
     # -- capabilities ------------------------------------------------------------
     def has_capability(self, name: str) -> bool:
@@ -106,14 +112,42 @@ class Committer:
         return False
 
     # -- shared helpers ------------------------------------------------------------
+    def commit_started(self) -> float:
+        """Call first in ``commit_job``: the monotonic start, and the store's request
+        counters as they were, so ``_SUCCESS`` reports this job's requests only."""
+        self._io_baseline = dict(self.store.iostatistics.snapshot()["counters"])
+        return time.monotonic()
+
+    def job_iostatistics(self, metrics: Mapping[str, int]) -> dict[str, Any]:
+        """This job commit's statistics under Hadoop's names: the committer's, from its
+        metrics, and the store's requests since ``commit_started``."""
+        committer = IOStatistics()
+        for name, key in ((iostats.TASKS_COMPLETED, "tasks.committed"),
+                          (iostats.COMMITS_COMPLETED, "files.committed"),
+                          (iostats.BYTES_COMMITTED, "bytes.committed"),
+                          (iostats.OP_RENAME, "files.renamed"),
+                          (iostats.THROTTLED, "store.throttled"),
+                          (iostats.COMMITS_ABORTED, "uploads.aborted.other")):
+            if metrics.get(key):
+                committer.add(name, int(metrics[key]))
+        if "commit.duration.ms" in metrics:
+            committer.duration(iostats.COMMIT_JOB, metrics["commit.duration.ms"])
+        store_now = self.store.iostatistics.snapshot()
+        requests = {name: value - self._io_baseline.get(name, 0)
+                    for name, value in store_now["counters"].items()
+                    if value - self._io_baseline.get(name, 0)}
+        return merge_snapshots(committer.snapshot(), {"counters": requests})
+
     def add_metrics(self, metrics: Mapping[str, int]) -> None:
         """Engine statistics (rows/bytes/files written...) to include in the _SUCCESS metrics."""
         for key, value in metrics.items():
             self._engine_metrics[key] = self._engine_metrics.get(key, 0) + int(value)
 
     def logger(self, job: JobContext | TaskAttemptContext) -> JobLogger:
-        return JobLogger(logging.getLogger(f"outcommit.committer.{self.name}"),
-                         {"job_id": job.job_id})
+        fields = {"job_id": job.job_id, "committer": self.name, "destination": self.destination}
+        if isinstance(job, TaskAttemptContext):
+            fields["task_attempt_id"] = job.attempt_id
+        return JobLogger(logging.getLogger(f"outcommit.committer.{self.name}"), fields)
 
     def work_url(self, task: TaskAttemptContext) -> str:
         return self.store.url(self.work_path(task))
@@ -166,12 +200,15 @@ class Committer:
     def write_success(self, job: JobContext, files: Iterable[str],
                       metrics: Mapping[str, int] | None = None,
                       diagnostics: Mapping[str, str] | None = None) -> SuccessData:
+        all_metrics = {**self._engine_metrics, **(metrics or {})}
         summary = SuccessData.build(
             committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
-            files=files, metrics={**self._engine_metrics, **(metrics or {})},
+            files=files, metrics=all_metrics,
             diagnostics={"destination": self.destination, "selection": self.selection,
                          **(diagnostics or {})},
             description=f"Job commit of {job.job_id} attempt {job.attempt} by {self.name}")
+        summary.iostatistics = self.job_iostatistics(summary.metrics)
+        summary.iostatistics["counters"][iostats.JOBS_COMPLETED] = 1
         if self.success_enabled():
             self.store.save_json(self.store.join(self.dest, SUCCESS_FILE), summary.to_dict())
         self.save_summary_report(job, summary)
@@ -207,6 +244,8 @@ class Committer:
             diagnostics={"destination": self.destination, "selection": self.selection,
                          "exception": f"{type(exc).__name__}: {exc}"},
             success=False, description=f"Failed job commit of {job.job_id} by {self.name}")
+        summary.iostatistics = self.job_iostatistics(summary.metrics)
+        summary.iostatistics["counters"]["committer_jobs_failed"] = 1
         self.save_summary_report(job, summary)
         self.logger(job).error("job commit failed: %s", exc)
         return JobCommitError(f"job commit of {job.job_id} to {self.destination} failed: {exc}",

@@ -187,7 +187,7 @@ def _to_str(value: Any) -> str:
 
 
 _SECRET = re.compile(r"(secret|password|token|credential|access[._-]?key|sas|connection[._-]?string|"
-                     r"account[._-]?key|session)", re.IGNORECASE)
+                     r"account[._-]?key|session|encryption[._-]?key)", re.IGNORECASE)
 
 
 def redact(values: Mapping[str, str]) -> dict[str, str]:

@@ -76,6 +76,10 @@ class ContainmentError(CommitError):
     """A path lies outside the job's destination or its temporary areas."""
 
 
+class NotCommittedError(OutcommitError):
+    """A reader asked for committed output where no job has committed (no ``_SUCCESS``)."""
+
+
 class CorruptCommitDataError(JobCommitError, CorruptFileError):
     """Job commit refused a corrupt or tampered commit file (names the file and field)."""
 
@@ -97,6 +101,30 @@ class UploadGoneError(CommitError):
 
 class UploadPendingError(CommitError):
     """The store kept refusing to complete an upload that is still pending (throttling, outages)."""
+
+
+class StoreError(OutcommitError):
+    """A store could not be reached, refused the credentials or lacks the bucket.
+
+    The message names the endpoint, the bucket or container, where the credentials came
+    from (never the secret), and the fix.
+    """
+
+
+class StoreUnreachableError(StoreError, ConnectionError):
+    """The store's endpoint cannot be reached (refused, unresolvable, timed out)."""
+
+
+class StoreCredentialsError(StoreError, PermissionError):
+    """No credentials were found, or the store rejected them (unknown key, bad signature)."""
+
+
+class StorePermissionError(StoreError, PermissionError):
+    """The credentials are valid but may not do this operation on this bucket or key."""
+
+
+class StoreNotFoundError(StoreError):
+    """The bucket or container of the destination does not exist."""
 
 
 class OptionError(ConfigError):

@@ -22,6 +22,7 @@ from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
 from .errors import CorruptFileError, RenameError
+from .iostats import IOStatistics
 from .multipart import MultipartUploads
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,8 @@ class Store:
     def __init__(self, url: str, config: Config | None = None,
                  fs: fsspec.AbstractFileSystem | None = None) -> None:
         self.config = config or Config()
+        #: Requests this store made, under Hadoop's names where the store counts them.
+        self.iostatistics = IOStatistics()
         self.scheme = url.split("://", 1)[0] if "://" in url else "file"
         self._fs = fs
         self._url = url
@@ -172,7 +175,12 @@ class Store:
             found = self.fs.find(path, detail=True, withdirs=False)
         except FileNotFoundError:
             return []
-        return sorted((self._to_info(e) for e in found.values() if e.get("type") != "directory"),
+        # Only what is below ``path``: some fsspec releases (gcsfs < 2024.9) answer a find of
+        # ``.../dataset1`` with a prefix search that also returns ``.../dataset10/...``.
+        own = path.rstrip("/")
+        below = own + "/"
+        return sorted((self._to_info(e) for e in found.values() if e.get("type") != "directory"
+                       and (str(e["name"]).startswith(below) or str(e["name"]) == own)),
                       key=lambda i: i.path)
 
     def open(self, path: str, mode: str = "rb", **kwargs: Any) -> IO[bytes]:

@@ -33,6 +33,8 @@ class SuccessData:
     timestamp: int = field(default_factory=lambda: int(time.time() * 1000))
     date: str = ""
     name: str = SUCCESS_NAME
+    #: Hadoop's IOStatisticsSnapshot: counters, gauges, minimums, maximums, meanstatistics.
+    iostatistics: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.date:
@@ -42,7 +44,7 @@ class SuccessData:
     def build(cls, *, committer: str, job_id: str, job_id_source: str, files: Iterable[str],
               metrics: Mapping[str, int] | None = None,
               diagnostics: Mapping[str, str] | None = None, success: bool = True,
-              description: str = "") -> SuccessData:
+              description: str = "", iostatistics: Mapping[str, Any] | None = None) -> SuccessData:
         """A report listing the first 100 of ``files`` (in order); the total goes in the metrics.
 
         ``files`` is read once, as it comes: a job of 100k files never has their names in a list.
@@ -60,7 +62,8 @@ class SuccessData:
         return cls(committer=committer, jobId=job_id, jobIdSource=job_id_source,
                    description=description, success=success, filenames=first,
                    metrics={k: int(v) for k, v in all_metrics.items()},
-                   diagnostics={k: str(v) for k, v in (diagnostics or {}).items()})
+                   diagnostics={k: str(v) for k, v in (diagnostics or {}).items()},
+                   iostatistics=dict(iostatistics or {}))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +79,8 @@ class SuccessData:
             "diagnostics": dict(self.diagnostics),
             "filenames": list(self.filenames),
             "success": self.success,
+            "iostatistics": self.iostatistics or {"counters": {}, "gauges": {}, "minimums": {},
+                                                  "maximums": {}, "meanstatistics": {}},
         }
 
     @classmethod
@@ -99,13 +104,17 @@ class SuccessData:
             raise CorruptFileError(path, "filenames", "must be a list of strings")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in data["metrics"].values()):
             raise CorruptFileError(path, "metrics", "values must be integers")
+        iostatistics = data.get("iostatistics") or {}
+        if not isinstance(iostatistics, dict) or not all(
+                isinstance(iostatistics.get(k, {}), dict) for k in ("counters", "minimums", "maximums")):
+            raise CorruptFileError(path, "iostatistics", "must be Hadoop's IOStatisticsSnapshot object")
         return cls(committer=data["committer"], jobId=data["jobId"],
                    jobIdSource=str(data.get("jobIdSource", "")),
                    description=str(data.get("description", "")), success=data["success"],
                    filenames=list(data["filenames"]), metrics=dict(data["metrics"]),
                    diagnostics={k: str(v) for k, v in data["diagnostics"].items()},
                    hostname=str(data.get("hostname", "")), timestamp=data["timestamp"],
-                   date=str(data.get("date", "")))
+                   date=str(data.get("date", "")), iostatistics=iostatistics)
 
 
 def load_success(store: Any, path: str) -> SuccessData:

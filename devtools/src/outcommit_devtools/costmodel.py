@@ -352,6 +352,10 @@ class MeteredStore(Store):
     def parallelism(self) -> int:  # type: ignore[override]
         return self.inner.parallelism
 
+    @property
+    def iostatistics(self) -> Any:  # type: ignore[override]
+        return self.inner.iostatistics
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

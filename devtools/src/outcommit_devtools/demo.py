@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -34,8 +35,11 @@ JAVA_HELP = ("PySpark needs Java 17 (or 11/21). Install it, e.g. on Debian/Ubunt
              "To run the demo without Spark: outcommit demo --engine local --store file")
 
 
+_NARRATION = sys.stdout  # stderr with --json: stdout carries the JSON document only
+
+
 def say(message: str) -> None:
-    print(f"[demo] {message}", flush=True)
+    print(f"[demo] {message}", file=_NARRATION, flush=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=["spark", "local"], default="spark",
                         help="spark (default) or the local engine (no Java needed)")
     parser.add_argument("--dest", default=None, help="destination URL (default: a fresh one)")
+    parser.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
+                        help="live job-commit progress bar (tqdm, on stderr): auto = on a terminal")
+    parser.add_argument("--json", action="store_true",
+                        help="print the outcome as one JSON document on stdout (narration on stderr)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the output (and the embedded server, until Ctrl-C) and print how "
                              "to reach it")
@@ -112,21 +120,21 @@ def checksum(table: Any) -> tuple[int, str]:
 # -- data ----------------------------------------------------------------------------
 def generate_local(rows: int, tasks: int) -> list[Any]:
     """The event table for the local engine, one Arrow table per task."""
+    import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     per_task = -(-rows // tasks)
     tables = []
     for task in range(tasks):
         start, stop = task * per_task, min(rows, (task + 1) * per_task)
-        ids = pa.array(range(start, stop), pa.int64())
+        ids = np.arange(start, stop, dtype=np.int64)   # numpy: pyarrow's remainder is newer than its floor
         tables.append(pa.table({
             "event_id": ids,
-            "user_id": pc.remainder(pc.multiply(ids, 7919), 100_003),
-            "kind": pc.take(pa.array(KINDS), pc.remainder(ids, len(KINDS))),
-            "country": pc.take(pa.array(COUNTRIES), pc.remainder(pc.multiply(ids, 13), len(COUNTRIES))),
-            "amount_cents": pc.remainder(pc.multiply(ids, 31), 10_000),
-            "date": pc.take(pa.array(DATES), pc.remainder(ids, len(DATES))),
+            "user_id": ids * 7919 % 100_003,
+            "kind": pa.array(KINDS).take(ids % len(KINDS)),
+            "country": pa.array(COUNTRIES).take(ids * 13 % len(COUNTRIES)),
+            "amount_cents": ids * 31 % 10_000,
+            "date": pa.array(DATES).take(ids % len(DATES)),
         }))
     return tables
 
@@ -305,6 +313,8 @@ def run_spark(args: argparse.Namespace, store: DemoStore) -> tuple[dict[str, Any
               .option("_failTaskOnce", str(min(FAILING_TASK, args.tasks - 1))))
     if args.committer:
         writer = writer.option("committer", args.committer)
+    if _bars(args):  # job commit runs in a Python worker of the driver: it draws the bar
+        writer = writer.option("outcommit.progress.bar", "true")
     say(f"writing to {store.destination}; task {min(FAILING_TASK, args.tasks - 1)}'s first attempt "
         "will fail mid-write (Spark retries it)")
     started = time.monotonic()
@@ -314,9 +324,17 @@ def run_spark(args: argparse.Namespace, store: DemoStore) -> tuple[dict[str, Any
     return {"expected": expected, "elapsed": elapsed}, spark
 
 
+def _bars(args: argparse.Namespace) -> bool:
+    choice = getattr(args, "progress", "auto")
+    return choice == "on" or (choice == "auto" and sys.stderr.isatty())
+
+
 def run_local(args: argparse.Namespace, store: DemoStore) -> dict[str, Any]:
     import pyarrow as pa
 
+    from outcommit.progress import show_bars
+
+    show_bars(_bars(args))
     from outcommit.engine.local import FailurePoint, LocalDriver
 
     say(f"generating {args.rows:,} event rows in {args.tasks} tasks (local engine, no Spark)")
@@ -332,7 +350,33 @@ def run_local(args: argparse.Namespace, store: DemoStore) -> dict[str, Any]:
     return {"expected": expected, "elapsed": time.monotonic() - started}
 
 
+def _print_outcome(report: Any, store: DemoStore, outcome: dict[str, Any], engine: str,
+                   found: tuple[int, str], pending: int | None, ok: bool) -> None:
+    metrics, expected = report.metrics, outcome["expected"]
+    print()
+    print(f"committer:        {report.committer} -- chosen because: "
+          f"{report.diagnostics.get('selection', '?')}")
+    print(f"destination:      {store.destination}")
+    print(f"written:          {metrics.get('files.written', '?')} files, "
+          f"{metrics.get('bytes.written', 0):,} bytes, {metrics.get('rows.written', 0):,} rows "
+          f"in {outcome['elapsed']:.1f}s ({engine} engine)")
+    if "spark.task.retries" in metrics:
+        print(f"task retries:     {metrics['spark.task.retries']} (the injected mid-write failure)")
+    if metrics.get("uploads.aborted.other"):
+        print(f"leftovers:        {metrics['uploads.aborted.other']} upload(s) of failed attempts "
+              "aborted at job commit")
+    print("pending uploads:  " + ("n/a (store has no multipart uploads)" if pending is None
+                                  else f"{pending} left under the destination"))
+    print(f"_SUCCESS:         success={report.success} job={report.jobId} "
+          f"({report.jobIdSource}) files.committed={metrics.get('files.committed')}")
+    print("  metrics:        " + ", ".join(f"{k}={v}" for k, v in sorted(metrics.items())))
+    print(f"verification:     input {expected[0]:,} rows, checksum {expected[1]}; "
+          f"read back {found[0]:,} rows, checksum {found[1]} -> {'OK' if ok else 'MISMATCH'}")
+
+
 def main(args: argparse.Namespace) -> int:
+    global _NARRATION
+    _NARRATION = sys.stderr if getattr(args, "json", False) else sys.stdout
     from outcommit.factory import open_store
     from outcommit.success import SUCCESS_FILE, load_success
 
@@ -365,33 +409,23 @@ def main(args: argparse.Namespace) -> int:
         pending = pending_uploads(store.destination, store.config)
         expected = outcome["expected"]
         ok = found == expected and report.success and not pending
-        metrics = report.metrics
-        print()
-        print(f"committer:        {report.committer} -- chosen because: "
-              f"{report.diagnostics.get('selection', '?')}")
-        print(f"destination:      {store.destination}")
-        print(f"written:          {metrics.get('files.written', '?')} files, "
-              f"{metrics.get('bytes.written', 0):,} bytes, {metrics.get('rows.written', 0):,} rows "
-              f"in {outcome['elapsed']:.1f}s ({engine} engine)")
-        if "spark.task.retries" in metrics:
-            print(f"task retries:     {metrics['spark.task.retries']} (the injected mid-write failure)")
-        if metrics.get("uploads.aborted.other"):
-            print(f"leftovers:        {metrics['uploads.aborted.other']} upload(s) of failed attempts "
-                  "aborted at job commit")
-        print("pending uploads:  " + ("n/a (store has no multipart uploads)" if pending is None
-                                      else f"{pending} left under the destination"))
-        print(f"_SUCCESS:         success={report.success} job={report.jobId} "
-              f"({report.jobIdSource}) files.committed={metrics.get('files.committed')}")
-        print("  metrics:        " + ", ".join(f"{k}={v}" for k, v in sorted(metrics.items())))
-        print(f"verification:     input {expected[0]:,} rows, checksum {expected[1]}; "
-              f"read back {found[0]:,} rows, checksum {found[1]} -> {'OK' if ok else 'MISMATCH'}")
+        if getattr(args, "json", False):
+            print(json.dumps({
+                "ok": ok, "engine": engine, "store": store.kind, "destination": store.destination,
+                "committer": report.committer, "selection": report.diagnostics.get("selection"),
+                "elapsed_s": round(outcome["elapsed"], 3), "pending_uploads": pending,
+                "input": {"rows": expected[0], "checksum": expected[1]},
+                "read_back": {"rows": found[0], "checksum": found[1]},
+                "success": report.to_dict()}, indent=2))
+        else:
+            _print_outcome(report, store, outcome, engine, found, pending, ok)
         if args.keep:
-            print("\nkept:\n  " + "\n  ".join(store.reach))
+            print("\nkept:\n  " + "\n  ".join(store.reach), file=_NARRATION)
             if store.kind != "file":
                 if spark is not None:
                     spark.stop()  # only the server stays up
                     spark = None
-                print("  (server up until Ctrl-C)", flush=True)
+                print("  (server up until Ctrl-C)", file=_NARRATION, flush=True)
                 try:
                     while True:
                         time.sleep(3600)

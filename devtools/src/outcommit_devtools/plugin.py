@@ -14,4 +14,7 @@ def register_commands(register: Callable[..., None]) -> None:
         name="demo",
         help="run the demo job (PySpark + an embedded store) and verify its output",
         target="outcommit_devtools.demo:main",
-        arguments="outcommit_devtools.demo:add_arguments"))
+        arguments="outcommit_devtools.demo:add_arguments",
+        examples="outcommit demo                                   # PySpark + embedded S3, magic\n"
+                 "outcommit demo --engine local --store file       # no Java needed\n"
+                 "outcommit demo --store azure --rows 100000 --json"))

@@ -27,6 +27,7 @@ from ..capabilities import Capabilities
 from ..committer import TEMPORARY_DIR, Committer, JobDirectoryCommitter, is_hidden, relative_to
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
+from ..progress import Progress
 from ..store import FileInfo
 from ..success import SUCCESS_FILE, SuccessData, load_success
 from . import journal
@@ -176,7 +177,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = time.monotonic()
+        started = self.commit_started()
         log = self.logger(job)
         attempt_dir = self.require_job(job, JobCommitError)
         files: list[str] = []
@@ -197,9 +198,15 @@ class FileOutputCommitterV1(FileOutputCommitter):
                          len(published.entries))
             files = sorted({self.store.url(e.dest) for e in published.entries}
                            | {self.store.url(dest) for _, dest in waiting})
-            for task_dir in task_dirs:
-                for child in self.store.list_dir(task_dir):
-                    merge_paths_v1(self, child, self.store.join(self.dest, child.name))
+            progress = Progress("merging committed tasks", len(task_dirs), log, self.config,
+                                unit="task")
+            try:
+                for task_dir in task_dirs:
+                    for child in self.store.list_dir(task_dir):
+                        merge_paths_v1(self, child, self.store.join(self.dest, child.name))
+                    progress.advance()
+            finally:
+                progress.close()
             summary = self._success(job, files, started, len(task_dirs))
         except Exception as exc:
             raise self.failed_commit(job, exc, started, files) from exc
@@ -293,7 +300,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = time.monotonic()
+        started = self.commit_started()
         try:
             self.require_job(job, JobCommitError)
         except JobCommitError:

@@ -43,11 +43,10 @@ def register(spark: Any) -> None:
     _check_pyspark()
     from .datasource import OutcommitDataSource
 
-    conf: dict[str, str] = dict(spark.sparkContext.getConf().getAll())
-    try:
-        conf.update(spark.conf.getAll)  # runtime SQL config (a dict property in PySpark 4)
-    except Exception:
-        pass
+    # The session's runtime config only: it starts as a copy of the SparkConf (builder,
+    # spark-defaults, --conf), so spark.conf.set/unset after the session started take
+    # effect, and Spark Connect (which has no SparkContext on the client) works alike.
+    conf: dict[str, str] = dict(spark.conf.getAll)
     # A subclass per registration carries this session's config to the driver processes
     # that run the data source (they have no session to ask).
     source = type("OutcommitDataSource", (OutcommitDataSource,),

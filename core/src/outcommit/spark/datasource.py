@@ -10,10 +10,12 @@ committer from the pickled :class:`WritePlan`.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -36,6 +38,26 @@ log = logging.getLogger("outcommit.spark")
 _STORES: dict[tuple[str, tuple[tuple[str, str], ...]], Store] = {}
 _STORES_LOCK = threading.Lock()
 _MAX_CACHED_STORES = 16
+
+
+@contextmanager
+def reported_to_spark(step: str) -> Iterator[None]:
+    """Make an :class:`OutcommitError` the first line of the error the Spark user sees.
+
+    PySpark sends a Python process's exception to the JVM as a formatted traceback (its
+    first line "Traceback (most recent call last):", the message last) unless
+    ``SPARK_HIDE_TRACEBACK`` is set in that process, and the process exits right after
+    reporting (``pyspark.sql.worker.utils.worker_run``, ``pyspark.worker.main``). Setting
+    it just before our own errors leave makes Spark's message read
+    ``... outcommit.errors.OptionError: unknown write option 'partitonby' ...`` and
+    changes nothing for any other error or any later work. The traceback goes to the log.
+    """
+    try:
+        yield
+    except OutcommitError as error:
+        log.debug("%s failed: %s", step, error, exc_info=True)
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+        raise
 
 
 def cached_store(destination: str, config: dict[str, str]) -> Store:
@@ -96,8 +118,9 @@ class OutcommitDataSource(DataSource):  # type: ignore[misc]
         return "outcommit"
 
     def writer(self, schema: StructType, overwrite: bool) -> OutcommitWriter:
-        plan = build_plan(self.options, overwrite, self.spark_conf)
-        return OutcommitWriter(plan, schema)
+        with reported_to_spark("job setup"):
+            plan = build_plan(self.options, overwrite, self.spark_conf)
+            return OutcommitWriter(plan, schema)
 
 
 class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
@@ -132,6 +155,10 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     # -- task attempt (executor) ---------------------------------------------------
     def write(self, iterator: Iterator[Any]) -> OutcommitCommitMessage:
+        with reported_to_spark("task attempt"):
+            return self._write(iterator)
+
+    def _write(self, iterator: Iterator[Any]) -> OutcommitCommitMessage:
         from pyspark import TaskContext
 
         from ..engine.writer import StreamingWriter
@@ -184,6 +211,10 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     # -- job (driver) ----------------------------------------------------------------
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        with reported_to_spark("job commit"):
+            self._commit(messages)
+
+    def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         _driver_logging()
         committer, job = self._committer()
         accepted = [m for m in messages if isinstance(m, OutcommitCommitMessage)]

@@ -100,6 +100,10 @@ class FaultInjectingStore(Store):
     def parallelism(self) -> int:  # type: ignore[override]
         return self.inner.parallelism
 
+    @property
+    def iostatistics(self) -> Any:  # type: ignore[override]
+        return self.inner.iostatistics
+
     def __getattr__(self, name: str) -> Any:  # config, scheme, _url, plugin extras
         return getattr(self.inner, name)
 

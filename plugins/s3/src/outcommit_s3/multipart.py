@@ -77,7 +77,9 @@ class S3MultipartUploads(MultipartUploads):
 
     def initiate(self, path: str) -> str:
         bucket, key = self.store.split(path)
-        response = self.client.create_multipart_upload(Bucket=bucket, Key=key)
+        # Encryption, ACL and storage class are set where the object is created.
+        response = self.client.create_multipart_upload(Bucket=bucket, Key=key,
+                                                       **self.store.settings.object_args())
         return str(response["UploadId"])
 
     def upload_part(self, path: str, upload_id: str, part_number: int, data: bytes) -> str:

@@ -28,6 +28,18 @@ ABORT_PENDING = "outcommit.s3.abort-pending-uploads"
 STAGING_DIR = "outcommit.s3.staging.tmp-dir"
 STAGING_SHARED_DIR = "outcommit.s3.staging.shared-dir"
 INLINE_LIMIT = "outcommit.s3.message.inline-commits"
+ENCRYPTION_ALGORITHM = "outcommit.s3.encryption.algorithm"
+ENCRYPTION_KEY = "outcommit.s3.encryption.key"
+ACL = "outcommit.s3.acl"
+STORAGE_CLASS = "outcommit.s3.storage-class"
+REQUESTER_PAYS = "outcommit.s3.requester-pays"
+PROFILE = "outcommit.s3.profile"
+ROLE_ARN = "outcommit.s3.assumed-role.arn"
+ROLE_SESSION_NAME = "outcommit.s3.assumed-role.session-name"
+ROLE_STS_ENDPOINT = "outcommit.s3.assumed-role.sts-endpoint"
+CONNECT_TIMEOUT = "outcommit.s3.connection.establish-timeout"
+READ_TIMEOUT = "outcommit.s3.connection.timeout"
+PROBE = "outcommit.s3.connection.probe"
 MAGIC_IN_MEMORY = "outcommit.magic.track-commits-in-memory"
 MAGIC_UPLOAD_THREADS = "outcommit.magic.upload-threads"
 
@@ -49,6 +61,16 @@ HADOOP_ALIASES = {
     ABORT_PENDING: "fs.s3a.committer.abort.pending.uploads",
     S3A_COMMITTER_NAME: "fs.s3a.committer.name",
     MAGIC_IN_MEMORY: "fs.s3a.committer.magic.track.commits.in.memory.enabled",
+    ENCRYPTION_ALGORITHM: "fs.s3a.encryption.algorithm",
+    ENCRYPTION_KEY: "fs.s3a.encryption.key",
+    ACL: "fs.s3a.acl.default",
+    STORAGE_CLASS: "fs.s3a.create.storage.class",
+    REQUESTER_PAYS: "fs.s3a.requester.pays.enabled",
+    ROLE_ARN: "fs.s3a.assumed.role.arn",
+    ROLE_SESSION_NAME: "fs.s3a.assumed.role.session.name",
+    ROLE_STS_ENDPOINT: "fs.s3a.assumed.role.sts.endpoint",
+    CONNECT_TIMEOUT: "fs.s3a.connection.establish.timeout",
+    READ_TIMEOUT: "fs.s3a.connection.timeout",
     # Keys of core that Hadoop spells the S3A way.
     "outcommit.committer.threads": "fs.s3a.committer.threads",
     "outcommit.committer.conflict-mode": "fs.s3a.committer.staging.conflict-mode",
@@ -75,6 +97,22 @@ KEYS: dict[str, str] = {
                   "else a digest-checked reference to the pendingset (default 200)",
     S3A_COMMITTER_NAME: "Hadoop's fs.s3a.committer.name for s3:// and s3a://: file, directory, "
                         "partitioned or magic",
+    ENCRYPTION_ALGORITHM: "server-side encryption of every object created: SSE-S3, SSE-KMS or "
+                          "DSSE-KMS (default: the bucket's)",
+    ENCRYPTION_KEY: "KMS key id or ARN for SSE-KMS/DSSE-KMS (default: the account's aws/s3 key)",
+    ACL: "canned ACL of every object created, e.g. bucket-owner-full-control (Hadoop's "
+         "BucketOwnerFullControl spelling works too)",
+    STORAGE_CLASS: "storage class of every object created: standard, intelligent_tiering, "
+                   "standard_ia, onezone_ia, glacier_ir, ...",
+    REQUESTER_PAYS: "true: every request says the requester pays (requester-pays buckets)",
+    PROFILE: "named profile of the AWS config files (default: AWS_PROFILE, boto3's chain)",
+    ROLE_ARN: "assume this IAM role (STS AssumeRole) with the credentials found otherwise",
+    ROLE_SESSION_NAME: "session name of the assumed role (default outcommit-<random>)",
+    ROLE_STS_ENDPOINT: "STS endpoint for the assumed role (default: AWS's; an emulator's URL)",
+    CONNECT_TIMEOUT: "seconds (or 5s, 500ms) to establish a connection (default 5)",
+    READ_TIMEOUT: "seconds (or 60s, 2m) to wait for an answer (default 60)",
+    PROBE: "true (default): before the first request, check the endpoint accepts connections, so a "
+           "wrong endpoint fails in a second with a clear error instead of after retries",
     MAGIC_IN_MEMORY: "magic: keep a task's uploads in the memory of the process that set the task "
                      "up (default true); false: every writer saves .pending files (writers in "
                      "several processes)",
@@ -90,6 +128,32 @@ def setting(config: Config, key: str) -> str | None:
     """The value of an ``outcommit.s3.`` key (or of its Hadoop alias), stripped."""
     value = config.get_str(key)
     return value.strip() if isinstance(value, str) else value
+
+
+def _seconds(key: str, value: str | None, default: float) -> float:
+    """Hadoop-style durations: ``5`` (seconds), ``500ms``, ``5s``, ``2m``."""
+    if value is None or not value.strip():
+        return default
+    text = value.strip().lower()
+    for unit, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(unit) and text[:-len(unit)].replace(".", "", 1).isdigit():
+            return float(text[:-len(unit)]) * factor
+    try:
+        return float(text)
+    except ValueError:
+        from outcommit import ConfigError
+
+        raise ConfigError(f"{key}={value!r} is not a duration (e.g. 5, 500ms, 5s, 2m)") from None
+
+
+# Hadoop's names of the algorithms -> S3's ServerSideEncryption values.
+_ENCRYPTION = {"sse-s3": "AES256", "aes256": "AES256", "sse-kms": "aws:kms", "aws:kms": "aws:kms",
+               "dsse-kms": "aws:kms:dsse", "aws:kms:dsse": "aws:kms:dsse", "none": "", "": ""}
+# Hadoop's CannedAccessControlList names -> S3's canned ACLs.
+_ACLS = {"private": "private", "publicread": "public-read", "publicreadwrite": "public-read-write",
+         "authenticatedread": "authenticated-read", "awsexecread": "aws-exec-read",
+         "bucketownerread": "bucket-owner-read", "bucketownerfullcontrol": "bucket-owner-full-control",
+         "logdeliverywrite": "log-delivery-write"}
 
 
 def _size(value: str) -> int:
@@ -114,6 +178,18 @@ class S3Settings:
     max_connections: int
     part_size: int
     abort_pending_uploads: bool
+    encryption: str = ""          # S3's ServerSideEncryption value, "" for the bucket default
+    encryption_key: str | None = None
+    acl: str | None = None
+    storage_class: str | None = None
+    requester_pays: bool = False
+    profile: str | None = None
+    role_arn: str | None = None
+    role_session_name: str | None = None
+    role_sts_endpoint: str | None = None
+    connect_timeout: float = 5.0
+    read_timeout: float = 60.0
+    probe: bool = True
 
     @classmethod
     def from_config(cls, config: Config) -> S3Settings:
@@ -137,6 +213,17 @@ class S3Settings:
                               f"{MIN_PART_SIZE} (5 MiB)")
         attempts = setting(config, MAX_ATTEMPTS)
         connections = setting(config, MAX_CONNECTIONS)
+        algorithm = (setting(config, ENCRYPTION_ALGORITHM) or "").lower()
+        if algorithm == "sse-c":
+            raise ConfigError(f"{ENCRYPTION_ALGORITHM}=SSE-C (customer-provided keys) is not supported: "
+                              "use SSE-S3 or SSE-KMS")
+        if algorithm not in _ENCRYPTION:
+            raise ConfigError(f"{ENCRYPTION_ALGORITHM}={algorithm!r}: use SSE-S3, SSE-KMS or DSSE-KMS")
+        acl = setting(config, ACL)
+        if acl and acl.replace("-", "").lower() not in _ACLS:
+            raise ConfigError(f"{ACL}={acl!r}: use a canned ACL such as bucket-owner-full-control, "
+                              f"private ({', '.join(sorted(set(_ACLS.values())))})")
+        storage_class = setting(config, STORAGE_CLASS)
         return cls(
             endpoint_url=endpoint or None,
             access_key=setting(config, ACCESS_KEY) or None,
@@ -149,33 +236,54 @@ class S3Settings:
             max_connections=max(1, int(connections)) if connections else 64,
             part_size=part_size,
             abort_pending_uploads=config.get_bool(ABORT_PENDING, True),
+            encryption=_ENCRYPTION[algorithm],
+            encryption_key=setting(config, ENCRYPTION_KEY) or None,
+            acl=_ACLS[acl.replace("-", "").lower()] if acl else None,
+            storage_class=storage_class.upper() if storage_class else None,
+            requester_pays=config.get_bool(REQUESTER_PAYS, False),
+            profile=setting(config, PROFILE) or None,
+            role_arn=setting(config, ROLE_ARN) or None,
+            role_session_name=setting(config, ROLE_SESSION_NAME) or None,
+            role_sts_endpoint=setting(config, ROLE_STS_ENDPOINT) or None,
+            connect_timeout=_seconds(CONNECT_TIMEOUT, setting(config, CONNECT_TIMEOUT), 5.0),
+            read_timeout=_seconds(READ_TIMEOUT, setting(config, READ_TIMEOUT), 60.0),
+            probe=config.get_bool(PROBE, True),
         )
+
+    def object_args(self) -> dict[str, str]:
+        """Parameters of every request that creates an object (PUT, CreateMultipartUpload, copy)."""
+        args: dict[str, str] = {}
+        if self.encryption:
+            args["ServerSideEncryption"] = self.encryption
+            if self.encryption_key and self.encryption != "AES256":
+                args["SSEKMSKeyId"] = self.encryption_key
+        if self.acl:
+            args["ACL"] = self.acl
+        if self.storage_class:
+            args["StorageClass"] = self.storage_class
+        return args
 
     def describe(self) -> dict[str, Any]:
         """Safe to log: no secrets, only whether they are set."""
         return {"endpoint": self.endpoint_url or "(default)", "region": self.region,
                 "path_style": self.path_style, "access_key_set": self.access_key is not None,
+                "profile": self.profile, "role": self.role_arn, "encryption": self.encryption or None,
                 "max_attempts": self.max_attempts, "part_size": self.part_size}
 
     def __repr__(self) -> str:  # a stray repr in a log or traceback must not carry the secret
         return f"S3Settings({self.describe()!r})"
 
-    def boto3_client(self) -> Any:
-        """A boto3 S3 client: thread-safe, one per store."""
-        import boto3
+    def botocore_config(self) -> Any:
         from botocore.config import Config as BotoConfig
 
-        session = boto3.session.Session()
         options: dict[str, Any] = {
             "retries": {"total_max_attempts": self.max_attempts, "mode": "standard"},
             "max_pool_connections": self.max_connections,
+            "connect_timeout": self.connect_timeout, "read_timeout": self.read_timeout,
         }
         if self.path_style:
             options["s3"] = {"addressing_style": "path"}
-        return session.client(
-            "s3", endpoint_url=self.endpoint_url, region_name=self.region,
-            aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key,
-            aws_session_token=self.session_token, config=BotoConfig(**options))
+        return BotoConfig(**options)
 
     def s3fs_options(self) -> dict[str, Any]:
         """Options of the s3fs filesystem (readers and writers through fsspec)."""
@@ -184,8 +292,16 @@ class S3Settings:
             "use_listings_cache": False,
             "skip_instance_cache": True,
             "config_kwargs": {"retries": {"total_max_attempts": self.max_attempts, "mode": "standard"},
-                              "max_pool_connections": self.max_connections},
+                              "max_pool_connections": self.max_connections,
+                              "connect_timeout": self.connect_timeout,
+                              "read_timeout": self.read_timeout},
         }
+        if self.object_args():
+            options["s3_additional_kwargs"] = self.object_args()
+        if self.requester_pays:
+            options["requester_pays"] = True
+        if self.profile:
+            options["profile"] = self.profile
         if self.path_style:
             options["config_kwargs"]["s3"] = {"addressing_style": "path"}
         if self.endpoint_url:

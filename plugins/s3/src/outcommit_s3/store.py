@@ -19,12 +19,14 @@ from typing import Any
 import fsspec
 
 from outcommit import capabilities as caps
+from outcommit import iostats
 from outcommit.capabilities import Capabilities
 from outcommit.config import Config
 from outcommit.errors import ConfigError
 from outcommit.retry import RetryPolicy
 from outcommit.store import FileInfo, Store
 
+from .client import make_client
 from .multipart import S3MultipartUploads, error_code
 from .settings import S3Settings
 
@@ -73,9 +75,17 @@ class S3Store(Store):
         """The boto3 client of every committer operation, created on first use."""
         with self._client_lock:
             if self._client is None:
-                self._client = self.settings.boto3_client()
+                self._client = make_client(self.settings)
+                self._client.meta.events.register("before-call.s3", self._count_request)
                 log.debug("S3 client for %s: %s", self._url, self.settings.describe())
             return self._client
+
+    def _count_request(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        """Every request of the committers' client, under Hadoop's statistic names."""
+        self.iostatistics.add(iostats.S3_OPERATIONS.get(model.name, f"s3_{model.name}"))
+        body = params.get("Body")
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            self.iostatistics.add(iostats.PUT_BYTES, len(body))
 
     def _make_filesystem(self) -> fsspec.AbstractFileSystem:
         import s3fs
@@ -186,17 +196,19 @@ class S3Store(Store):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         bucket, key = self.split(path)
-        self.client.put_object(Bucket=bucket, Key=key, Body=data)
+        self.client.put_object(Bucket=bucket, Key=key, Body=data, **self.settings.object_args())
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None:
         """One PUT with ``x-amz-meta-*`` headers (the magic committer's file marker)."""
         bucket, key = self.split(path)
-        self.client.put_object(Bucket=bucket, Key=key, Body=data, Metadata=dict(metadata))
+        self.client.put_object(Bucket=bucket, Key=key, Body=data, Metadata=dict(metadata),
+                               **self.settings.object_args())
 
     def create_exclusive(self, path: str, data: bytes) -> None:
         bucket, key = self.split(path)
         try:
-            self.client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+            self.client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*",
+                                   **self.settings.object_args())
         except Exception as exc:
             code, status = error_code(exc)
             if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412):
@@ -208,9 +220,10 @@ class S3Store(Store):
         dbucket, dkey = self.split(dst)
         source = {"Bucket": sbucket, "Key": skey}
         if size < _MAX_COPY:
-            self.client.copy_object(Bucket=dbucket, Key=dkey, CopySource=source)
+            self.client.copy_object(Bucket=dbucket, Key=dkey, CopySource=source,
+                                    **self.settings.object_args())
         else:
-            self.client.copy(source, dbucket, dkey)
+            self.client.copy(source, dbucket, dkey, ExtraArgs=self.settings.object_args())
 
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         """Copy + delete: not atomic, O(size) (S3 has no rename)."""

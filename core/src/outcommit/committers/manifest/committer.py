@@ -29,6 +29,7 @@ from ...committer import JobDirectoryCommitter, relative_to
 from ...config import Config
 from ...context import JobContext, TaskAttemptContext
 from ...errors import JobCommitError, TaskCommitError
+from ...progress import Progress
 from ...retry import RetryPolicy
 from ...store import Store
 from ...success import SuccessData
@@ -192,7 +193,7 @@ class ManifestCommitter(JobDirectoryCommitter):
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = time.monotonic()
+        started = self.commit_started()
         log = self.logger(job)
         stats = Stats()
         cfg = self.stage_config(stats, job)
@@ -219,7 +220,11 @@ class ManifestCommitter(JobDirectoryCommitter):
             with stats.stage("create-directories"):
                 stages.create_directories(cfg, files)
             with stats.stage("rename-files"):
-                stages.rename_files(cfg, files, resumed)
+                progress = Progress("renaming files", len(files), log, self.config)
+                try:
+                    stages.rename_files(cfg, files, resumed, progress)
+                finally:
+                    progress.close()
             if self.validate_output:
                 with stats.stage("validate-output"):
                     stages.validate_output(cfg, files)

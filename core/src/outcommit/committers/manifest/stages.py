@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from ... import capabilities as caps
 from ...errors import CommitError, CorruptFileError, RenameError
 from ...parallel import run_all
+from ...progress import Progress
 from ...retry import RetryLater, RetryPolicy
 from ...store import FileInfo, Store
 from .format import CheckedFile
@@ -160,8 +161,14 @@ def create_directories(cfg: StageConfig, files: Sequence[CheckedFile]) -> None:
 
 
 # -- 3. rename files ------------------------------------------------------------------------
-def rename_files(cfg: StageConfig, files: Sequence[CheckedFile], resumed: bool) -> None:
-    cfg.parallel(lambda entry: rename_file(cfg, entry, resumed), files)
+def rename_files(cfg: StageConfig, files: Sequence[CheckedFile], resumed: bool,
+                 progress: Progress | None = None) -> None:
+    def one(entry: CheckedFile) -> None:
+        rename_file(cfg, entry, resumed)
+        if progress is not None:
+            progress.advance()
+
+    cfg.parallel(one, files)
 
 
 def rename_file(cfg: StageConfig, entry: CheckedFile, resumed: bool = False) -> None:

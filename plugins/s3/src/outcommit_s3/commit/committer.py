@@ -28,6 +28,7 @@ from outcommit.errors import (
     TaskCommitError,
 )
 from outcommit.paths import is_inside
+from outcommit.progress import Progress
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
@@ -204,7 +205,7 @@ class MultipartCommitter(Committer):
     # -- job commit ---------------------------------------------------------------------------------
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = time.monotonic()
+        started = self.commit_started()
         log = self.logger(job)
         self._require_committable(job)
         layout, expect = self.layout(job), self.expectations(job)
@@ -218,7 +219,11 @@ class MultipartCommitter(Committer):
             self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
             removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
                                         self.destination, log)
-            self.ops.complete_all(commits)
+            progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
+            try:
+                self.ops.complete_all(commits, progress)
+            finally:
+                progress.close()
             # The output is complete and visible: nothing below may fail the commit. The job
             # ends for its writers first, so that a straggler closing a file now either
             # aborts its own upload or has saved it where the listings below find it.

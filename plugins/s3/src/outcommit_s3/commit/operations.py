@@ -14,6 +14,7 @@ from outcommit.errors import CommitError, UploadGoneError
 from outcommit.multipart import MultipartUploads
 from outcommit.parallel import outcomes
 from outcommit.paths import is_inside, relative_to
+from outcommit.progress import Progress
 from outcommit.store import Store
 
 from ..multipart import multipart_etag
@@ -31,14 +32,18 @@ class CommitOperations:
         self.dest = dest
         self.threads = threads
 
-    def complete_all(self, commits: Sequence[PendingCommit]) -> None:
+    def complete_all(self, commits: Sequence[PendingCommit], progress: Progress | None = None) -> None:
         """Complete every upload; the first failures are reported together, nothing is undone."""
         def complete(commit: PendingCommit) -> str:
             relative_to(commit.path, self.dest)  # containment, again, right before acting
             return self.mp.complete(commit.path, commit.upload_id, commit.etags)
 
-        failures = [(o.item, o.error) for o in outcomes(complete, commits, self.threads, "outcommit-complete")
-                    if o.error is not None]
+        failures = []
+        for outcome in outcomes(complete, commits, self.threads, "outcommit-complete"):
+            if outcome.error is not None:
+                failures.append((outcome.item, outcome.error))
+            if progress is not None:
+                progress.advance()
         if failures:
             commit, error = failures[0]
             raise CommitError(f"{len(failures)} of {len(commits)} uploads could not be completed, e.g. "

@@ -1,0 +1,87 @@
+"""Reading a committed destination: exactly the committed files, nothing in flight.
+
+A destination holds, beside the committed files, whatever running or dead jobs keep
+there: ``_temporary/`` (v1, manifest), ``__magic_job-*/`` (magic), ``.pending`` and
+``.pendingset`` files, ``_SUCCESS``. Spark and pyarrow skip names starting with ``_`` or
+``.``; a recursive glob (``dest/**/*.parquet`` in DuckDB or Polars) does not, and reads
+the in-flight files of a running job. :func:`committed_files` applies Spark's rule, and
+refuses a destination no job has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import CorruptFileError, NotCommittedError
+from .factory import open_store
+from .success import SUCCESS_FILE, SuccessData, load_success
+
+
+def is_hidden(relative_path: str) -> bool:
+    """Whether a reader following Spark's rule skips this path (relative to the destination).
+
+    Spark's ``InMemoryFileIndex.shouldFilterOutPathName``, applied to every component:
+    names starting with ``.``, or with ``_`` unless they hold ``=`` (a partition such as
+    ``_year=2026``), or ending in ``._COPYING_``; Parquet's ``_metadata`` and
+    ``_common_metadata`` summaries are kept.
+    """
+    for name in relative_path.strip("/").split("/"):
+        excluded = ((name.startswith("_") and "=" not in name) or name.startswith(".")
+                    or name.endswith("._COPYING_"))
+        if excluded and not name.startswith(("_common_metadata", "_metadata")):
+            return True
+    return False
+
+
+def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
+                    require_success: bool = True) -> list[str]:
+    """The URLs of the committed files under ``url``, sorted.
+
+    Lists the destination once and drops hidden paths (:func:`is_hidden`), so no running
+    or failed job's temporary file is ever returned, whichever committer wrote it.
+    With ``require_success`` (the default) the destination must hold a valid ``_SUCCESS``
+    (:class:`NotCommittedError` otherwise), and every file it names must be listed
+    (:class:`CorruptFileError` otherwise: the output changed after its commit).
+
+    The ``v2`` and ``direct`` committers put files in place before the job commits: while
+    such a job runs, its files are listed too (see docs/reading.md).
+    """
+    store = open_store(url, config)
+    base = store.strip(url).rstrip("/")
+    report: SuccessData | None = None
+    if require_success:
+        marker = f"{base}/{SUCCESS_FILE}"
+        if not store.exists(marker):
+            raise NotCommittedError(
+                f"{store.url(marker)} does not exist: no job has committed to {url} (or its "
+                f"committer wrote no report); pass require_success=False to list it anyway")
+        report = load_success(store, marker)
+        if not report.success:
+            raise CorruptFileError(store.url(marker), "success", "is false: not a committed job's report")
+    files = sorted(store.url(info.path) for info in store.list_files(base)
+                   if not is_hidden(info.path[len(base):]))
+    if report is not None:
+        listed = set(files)
+        missing = [name for name in report.filenames if name not in listed]
+        if missing:
+            raise CorruptFileError(
+                store.url(f"{base}/{SUCCESS_FILE}"), "filenames",
+                f"names {len(missing)} file(s) that are gone, e.g. {missing[0]}: the output "
+                f"was changed after job {report.jobId} committed it")
+    return files
+
+
+def dataset(url: str, config: Mapping[str, Any] | None = None, *, format: str = "parquet",
+            partitioning: str | None = "hive", require_success: bool = True) -> Any:
+    """A ``pyarrow.dataset.Dataset`` of exactly :func:`committed_files`, with Hive-style
+    partition columns (``partitioning=None`` for none) read from the directory names."""
+    import pyarrow.dataset as ds
+
+    store = open_store(url, config)
+    base = store.strip(url).rstrip("/")
+    paths = [store.strip(f) for f in committed_files(url, config, require_success=require_success)]
+    paths = [p for p in paths if not p.endswith(("/_metadata", "/_common_metadata"))]
+    return ds.dataset(paths, filesystem=store.fs, format=format,
+                      partitioning=ds.partitioning(flavor=partitioning) if partitioning else None,
+                      partition_base_dir=base)

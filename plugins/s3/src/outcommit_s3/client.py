@@ -1,0 +1,195 @@
+"""The store's boto3 client: credentials, per-request settings, and errors a user can act on.
+
+* credentials come from boto3's chain as configured: explicit keys, a named profile,
+  and optionally an assumed IAM role (STS AssumeRole, refreshed before it expires);
+* every request of a requester-pays store says so (``x-amz-request-payer``);
+* before the first request the endpoint is probed with one TCP connection, so a wrong
+  endpoint fails in about a second, not after botocore's retries (13-24 s);
+* botocore's errors that mean "unreachable", "no or bad credentials", "no such bucket"
+  and "access denied" become :class:`~outcommit.errors.StoreError` subclasses whose
+  message names the endpoint, the bucket, where the credentials came from (never the
+  secret) and the fix. Everything else passes through unchanged (the committers read
+  S3's error codes: ``NoSuchUpload``, ``PreconditionFailed``, ``SlowDown``...).
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+from outcommit.errors import (
+    StoreCredentialsError,
+    StoreError,
+    StoreNotFoundError,
+    StorePermissionError,
+    StoreUnreachableError,
+)
+
+from .settings import ACCESS_KEY, ENDPOINT, PROFILE, REGION, ROLE_ARN, SECRET_KEY, S3Settings
+
+_CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+                     "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
+
+
+def make_client(settings: S3Settings) -> Any:
+    """A thread-safe boto3 S3 client for ``settings``, wrapped to translate errors."""
+    import boto3
+
+    session = boto3.session.Session(profile_name=settings.profile) if settings.profile \
+        else boto3.session.Session()
+    keys: dict[str, Any] = {}
+    if settings.access_key or settings.secret_key:
+        keys = {"aws_access_key_id": settings.access_key, "aws_secret_access_key": settings.secret_key,
+                "aws_session_token": settings.session_token}
+    source = describe_source(settings, session)
+    if settings.role_arn:
+        session, keys = _assumed_role(settings, session, keys), {}
+    client = session.client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region,
+                            config=settings.botocore_config(), **keys)
+    if settings.requester_pays:
+        client.meta.events.register("before-parameter-build.s3", _requester_pays)
+    translated = TranslatingClient(client, settings, source)
+    if settings.probe:
+        translated.probe()
+    return translated
+
+
+def _requester_pays(params: dict[str, Any], model: Any, **_: Any) -> None:
+    if "RequestPayer" in model.input_shape.members:
+        params.setdefault("RequestPayer", "requester")
+
+
+def _assumed_role(settings: S3Settings, session: Any, keys: dict[str, Any]) -> Any:
+    """A session signing with the assumed role's credentials, refreshed before they expire."""
+    import boto3
+    from botocore.credentials import RefreshableCredentials
+    from botocore.session import get_session
+
+    sts = session.client("sts", endpoint_url=settings.role_sts_endpoint, region_name=settings.region,
+                         config=settings.botocore_config(), **keys)
+    name = settings.role_session_name or f"outcommit-{uuid.uuid4().hex[:12]}"
+
+    def fetch() -> dict[str, str]:
+        try:
+            credentials = sts.assume_role(RoleArn=settings.role_arn, RoleSessionName=name)["Credentials"]
+        except Exception as exc:
+            raise StoreCredentialsError(
+                f"could not assume the role {settings.role_arn} ({ROLE_ARN}): {exc}. Check that "
+                "the credentials found otherwise may assume it (its trust policy)") from exc
+        return {"access_key": credentials["AccessKeyId"], "secret_key": credentials["SecretAccessKey"],
+                "token": credentials["SessionToken"],
+                "expiry_time": credentials["Expiration"].isoformat()}
+
+    botocore_session = get_session()
+    # botocore's own way to give a session credentials that refresh themselves.
+    botocore_session._credentials = RefreshableCredentials.create_from_metadata(
+        fetch(), fetch, "assume-role")
+    return boto3.session.Session(botocore_session=botocore_session, region_name=settings.region)
+
+
+def describe_source(settings: S3Settings, session: Any) -> str:
+    """Where the credentials come from, safe to show: never a secret, at most the key id's tail."""
+    if settings.access_key:
+        where = f"keys in the configuration ({ACCESS_KEY}, ...{settings.access_key[-4:]})"
+    else:
+        found = session.get_credentials()
+        method = getattr(found, "method", None) if found is not None else None
+        where = {"env": "environment variables (AWS_ACCESS_KEY_ID)",
+                 "shared-credentials-file": "the shared credentials file (~/.aws/credentials)",
+                 "config-file": "the AWS config file (~/.aws/config)",
+                 "iam-role": "the instance's IAM role", "container-role": "the container's role",
+                 "sso": "AWS SSO"}.get(str(method), str(method)) if method else "none found"
+        if settings.profile:
+            where += f", profile {settings.profile!r} ({PROFILE})"
+    if settings.role_arn:
+        where += f", then the assumed role {settings.role_arn}"
+    return where
+
+
+class TranslatingClient:
+    """A boto3 client whose calls raise StoreErrors for what a user must fix."""
+
+    def __init__(self, client: Any, settings: S3Settings, source: str) -> None:
+        self._client = client
+        self._settings = settings
+        self.credential_source = source
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name in ("meta", "exceptions") or not callable(attribute):
+            return attribute
+
+        @functools.wraps(attribute)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attribute(*args, **kwargs)
+            except StoreError:
+                raise
+            except Exception as exc:
+                translated = self.translate(exc, name, kwargs.get("Bucket"), kwargs.get("Key"))
+                if translated is None:
+                    raise
+                raise translated from exc
+        return call
+
+    @property
+    def endpoint(self) -> str:
+        return str(self._client.meta.endpoint_url)
+
+    def probe(self) -> None:
+        """One TCP connection to the endpoint: refused or unresolvable fails now, clearly."""
+        parts = urlsplit(self.endpoint)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parts.hostname or "", port),
+                                          timeout=self._settings.connect_timeout):
+                pass
+        except OSError as exc:
+            raise StoreUnreachableError(
+                f"cannot reach the S3 endpoint {self.endpoint} ({type(exc).__name__}: {exc}, within "
+                f"{self._settings.connect_timeout:g} s): check {ENDPOINT} (Hadoop fs.s3a.endpoint) "
+                f"and {REGION}, and that the service is up and reachable from here") from exc
+
+    def translate(self, exc: BaseException, operation: str, bucket: Any, key: Any) -> StoreError | None:
+        from botocore.exceptions import (
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            PartialCredentialsError,
+        )
+
+        where = f"s3://{bucket}/{key or ''}" if bucket else "S3"
+        context = (f"{where} (endpoint {self.endpoint}, region {self._settings.region}; "
+                   f"credentials: {self.credential_source})")
+        if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+            error: StoreError = StoreUnreachableError(
+                f"cannot reach {context}: {exc}. Check {ENDPOINT} (Hadoop fs.s3a.endpoint)")
+        elif isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+            error = StoreCredentialsError(
+                f"no AWS credentials for {context}: set {ACCESS_KEY} and {SECRET_KEY} (Hadoop "
+                f"fs.s3a.access.key/secret.key), or {PROFILE}, or provide them the usual AWS ways "
+                "(environment, ~/.aws files, an instance or container role)")
+        else:
+            response = getattr(exc, "response", None)
+            if not isinstance(response, dict):
+                return None
+            code = str(response.get("Error", {}).get("Code", ""))
+            if code in _CREDENTIAL_CODES:
+                error = StoreCredentialsError(
+                    f"S3 rejected the credentials for {context}: {code}. Check the access key, "
+                    "secret and session token, and the region")
+            elif code == "NoSuchBucket":
+                error = StoreNotFoundError(
+                    f"the bucket {bucket!r} does not exist at {self.endpoint} (region "
+                    f"{self._settings.region}): create it, or fix the destination URL")
+            elif code in ("AccessDenied", "AllAccessDisabled"):
+                error = StorePermissionError(
+                    f"access denied ({code}) for {operation} on {context}: the credentials may not "
+                    f"do {operation} there; grant it in the bucket or IAM policy")
+            else:
+                return None
+        error.response = response if (response := getattr(exc, "response", None)) else {}  # type: ignore[attr-defined]
+        return error

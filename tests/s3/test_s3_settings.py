@@ -1,0 +1,136 @@
+"""Production S3 settings (encryption, ACL, storage class, requester pays, profiles, roles)
+and the errors a user can act on, against the moto server (which has KMS and STS)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from s3_helpers import outcome, run_task, start
+
+import outcommit
+from outcommit.errors import StoreCredentialsError, StoreNotFoundError, StoreUnreachableError
+
+pytestmark = pytest.mark.s3
+
+
+@pytest.fixture
+def kms_key(s3_server: Any) -> str:
+    import boto3
+
+    kms = boto3.client("kms", endpoint_url=s3_server.endpoint_url, region_name="us-east-1",
+                       aws_access_key_id="testing", aws_secret_access_key="testing")
+    return str(kms.create_key(Description="outcommit tests")["KeyMetadata"]["Arn"])
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_encryption_acl_and_storage_class_on_every_object_created(name, s3_config, s3_root, kms_key):
+    url = f"{s3_root}/sse-{name}"
+    config = {**s3_config, "spark.hadoop.fs.s3a.encryption.algorithm": "SSE-KMS",
+              "spark.hadoop.fs.s3a.encryption.key": kms_key,
+              "outcommit.s3.acl": "BucketOwnerFullControl", "outcommit.s3.storage-class": "standard_ia"}
+    committer, job = start(url, config, name)
+    message = run_task(committer, job, 0, {"d=1/a.parquet": b"a" * 1000, "b.parquet": b"b"})
+    committer.commit_job(job, [message])
+    # A repeated completion is recognised by the parts' etag, encrypted or not.
+    mp = committer.store.multipart()
+    commit = message["commits"][0]
+    assert mp.complete(f"{commit['bucket']}/{commit['destinationKey']}", commit["uploadId"],
+                       commit["etags"])
+    files, left = outcome(url, config)
+    assert sorted(files.values()) == [b"a" * 1000, b"b"] and left == []
+    client = committer.store.client
+    store = outcommit.open_store(url, config)
+    for info in store.list_files(store.strip(url)):  # data files and _SUCCESS alike
+        bucket, key = info.path.split("/", 1)
+        head = client.head_object(Bucket=bucket, Key=key)
+        assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == kms_key, key
+        assert head.get("StorageClass") == "STANDARD_IA", key
+        grants = client.get_object_acl(Bucket=bucket, Key=key)["Grants"]
+        assert any(g["Permission"] == "FULL_CONTROL" for g in grants), key
+
+
+def test_requester_pays_marks_every_request(s3_config, s3_root):
+    committer, job = start(f"{s3_root}/pays", {**s3_config, "fs.s3a.requester.pays.enabled": "true"})
+    seen: dict[str, Any] = {}
+
+    def record(params: dict[str, Any], model: Any, **_: Any) -> None:  # the request as sent
+        seen[model.name] = params["headers"].get("x-amz-request-payer")
+
+    committer.store.client.meta.events.register("before-call.s3", record)
+    committer.commit_job(job, [run_task(committer, job, 0, {"a.txt": b"a"})])
+    assert {"CreateMultipartUpload", "UploadPart", "PutObject", "CompleteMultipartUpload"} <= set(seen)
+    assert set(seen.values()) == {"requester"}
+
+
+def _aws_files(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "credentials").write_text("[outcommit-test]\naws_access_key_id = testing\n"
+                                          "aws_secret_access_key = testing\n")
+    (tmp_path / "config").write_text("[profile outcommit-test]\nregion = us-east-1\n")
+    return {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+            "AWS_CONFIG_FILE": str(tmp_path / "config")}
+
+
+def _without_keys(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if "access-key" not in k and "secret-key" not in k}
+
+
+def test_a_named_profile_supplies_the_credentials(s3_config, s3_root, tmp_path, monkeypatch):
+    for name, value in _aws_files(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    config = {**_without_keys(s3_config), "outcommit.s3.profile": "outcommit-test"}
+    committer, job = start(f"{s3_root}/profile", config)
+    committer.commit_job(job, [run_task(committer, job, 0, {"a.txt": b"a"})])
+    assert outcome(f"{s3_root}/profile", config) == ({"a.txt": b"a"}, [])
+    assert "profile 'outcommit-test'" in committer.store.client.credential_source
+
+
+def test_an_assumed_role_signs_the_requests(s3_server, s3_config, s3_root):
+    role = "arn:aws:iam::123456789012:role/outcommit-writer"
+    config = {**s3_config, "fs.s3a.assumed.role.arn": role,
+              "fs.s3a.assumed.role.sts.endpoint": s3_server.endpoint_url}
+    committer, job = start(f"{s3_root}/role", config)
+    committer.commit_job(job, [run_task(committer, job, 0, {"a.txt": b"a"})])
+    assert outcome(f"{s3_root}/role", s3_config) == ({"a.txt": b"a"}, [])
+    assert committer.store.client.credential_source.endswith(f"then the assumed role {role}")
+
+
+def test_a_wrong_endpoint_fails_before_any_request_and_says_which(s3_config, s3_root):
+    config = {**s3_config, "outcommit.s3.endpoint": "http://127.0.0.1:1"}
+    with pytest.raises(StoreUnreachableError, match=r"http://127\.0\.0\.1:1.*outcommit\.s3\.endpoint"):
+        start(f"{s3_root}/nowhere", config)
+
+
+def test_a_missing_bucket_is_named(s3_config):
+    with pytest.raises(StoreNotFoundError, match="the bucket 'no-such-bucket-here' does not exist"):
+        start("s3://no-such-bucket-here/t", s3_config)
+
+
+def test_missing_credentials_say_where_they_were_looked_for(s3_config, s3_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(StoreCredentialsError, match=r"no AWS credentials .*credentials: none found"):
+        start(f"{s3_root}/anon", _without_keys(s3_config))
+
+
+def test_the_cli_prints_one_line_for_a_store_error(s3_config, s3_root):
+    conf = [arg for k, v in {**s3_config, "outcommit.s3.endpoint": "http://127.0.0.1:1"}.items()
+            for arg in ("--conf", f"{k}={v}")]
+    done = subprocess.run([sys.executable, "-m", "outcommit.cli", "uploads", "list", s3_root, *conf],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("outcommit uploads: cannot reach the S3 endpoint http://127.0.0.1:1")
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_unsupported_or_misspelled_encryption_is_refused(s3_config, s3_root):
+    with pytest.raises(outcommit.ConfigError, match=r"SSE-C .* is not supported"):
+        start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-C"})
+    with pytest.raises(outcommit.ConfigError, match="use SSE-S3, SSE-KMS or DSSE-KMS"):
+        start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-XYZ"})

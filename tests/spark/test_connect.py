@@ -1,0 +1,51 @@
+"""df.write.format("outcommit") through Spark Connect: a server started by pyspark's own
+sbin/start-connect-server.sh on 127.0.0.1, a client session in another process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outcommit import load_success, open_store
+
+pytestmark = pytest.mark.spark
+
+CLIENT = Path(__file__).with_name("connect_client.py")
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    pytest.importorskip("zstandard", reason="Spark Connect clients need pyspark[connect]")
+    from outcommit_devtools.sparkconnect import start_connect_server
+
+    with start_connect_server(tmp_path_factory.mktemp("connect")) as server:
+        yield server
+
+
+def test_a_write_through_spark_connect_commits_and_reports(connect_server: Any, tmp_path: Path) -> None:
+    destination = f"file://{tmp_path}/connect events"
+    done = subprocess.run([sys.executable, str(CLIENT), connect_server.url, destination],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["session"] == "pyspark.sql.connect.session"       # a Connect client, not classic
+    assert seen["rows"] == 3000
+    assert seen["typo"].endswith(
+        "outcommit.errors.OptionError: unknown write option 'partitonby' (did you mean partitionBy?): "
+        "the outcommit data source takes path, format, committer, partitionBy, conflictMode, "
+        "maxRowsPerFile, maxBytesPerFile, rowGroupSize, compression, and configuration keys "
+        "starting with outcommit., spark.outcommit., spark.hadoop., fs., mapreduce.")
+    store = open_store(destination)
+    report = load_success(store, store.join(store.strip(destination), "_SUCCESS"))
+    assert report.committer == "v1" and report.metrics["rows.written"] == 3000
+    assert report.metrics["spark.tasks"] == 3
+    files = [f.path for f in store.list_files(store.strip(destination))]
+    assert not any("_temporary" in f for f in files)
+    assert {f.split("/")[-2] for f in files if f.endswith(".parquet")} == {
+        "date=2026-11-01", "date=2026-11-02", "date=2026-11-03"}
