@@ -9,8 +9,8 @@ pass; the report (``python -m outcommit_devtools.faultmatrix``) gives their reas
 
 The matrix starts its own emulators, each in its own process (moto and the GCS emulator
 in this process would compete with the matrix for the interpreter lock), and runs the
-cells of the selected items when the first of them runs, the stores side by side (one
-thread per store); each item then reports its own cell.
+cells of the selected items when the first of them runs, in groups side by side (see
+``Matrix.run_many``); each item then reports its own cell.
 
 The last test checks that ``docs/reliability.md`` shows the matrix this run produced. A
 stale table fails it; regenerate it with::

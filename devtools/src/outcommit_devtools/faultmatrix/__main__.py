@@ -8,6 +8,7 @@ WRONG cell with its detail. Exit status 1 when any cell is WRONG.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(needs every store and committer)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no line per cell")
     args = parser.parse_args(argv)
+    # Stopped with SIGTERM (kill, a CI timeout): leave through the finally blocks, so the
+    # emulators this command started stop with it instead of outliving it.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     unknown = sorted(set(args.stores) - set(STORES))
     if unknown:
         parser.error(f"unknown stores: {', '.join(unknown)} (choose from {', '.join(STORES)})")

@@ -26,6 +26,7 @@ from ..faultproxy import (
     reset,
     respond,
     s3_error,
+    stall,
 )
 from .scenarios import StoreFault
 
@@ -51,8 +52,15 @@ TARGETS: Mapping[str, Mapping[str, Mapping[str, str]]] = {
     },
 }
 
+# A client-side timeout: the proxy holds the request (never forwarded) longer than the
+# cell's read timeout, then resets; the client gives up first. Cells of this fault set
+# the store's read timeout to CLIENT_TIMEOUT (``client_timeout_config``).
+CLIENT_TIMEOUT = "2s"
+STALL_SECONDS = 5.0
+
 _S3_ACTIONS: Mapping[str, Action] = {
     "throttle-503": respond(503, s3_error("SlowDown")),
+    "client-timeout": stall(STALL_SECONDS),
     "throttle-429": respond(429, s3_error("TooManyRequests")),
     "server-timeout": respond(400, s3_error("RequestTimeout")),
     "reset": reset(),
@@ -82,6 +90,7 @@ CAUSES: Mapping[str, tuple[str, ...]] = {
     "throttle-503": ("SlowDown", "ServerBusy", "503", "throttl", "backendError"),
     "throttle-429": ("TooManyRequests", "429", "rateLimitExceeded", "throttl"),
     "server-timeout": ("RequestTimeout", "OperationTimedOut", "timeout", "timed out", "408"),
+    "client-timeout": ("timeout", "timed out", "Timeout"),
     "reset": ("reset", "Connection", "connection"),
     "ambiguous": ("Connection", "connection", "reset"),
     "refused": ("refused",),
@@ -93,6 +102,13 @@ MISLEADING: Mapping[str, tuple[str, ...]] = {
 }
 
 RENAME_OPERATIONS = ("rename_file", "rename_dir")
+
+
+def fault_config(fault: StoreFault) -> dict[str, str]:
+    """Settings a fault needs in its cell's config (a short read timeout for a stall)."""
+    if fault.fault == "client-timeout" and fault.store == "s3":
+        return {"outcommit.s3.connection.timeout": CLIENT_TIMEOUT}
+    return {}
 
 
 def proxy_rule(fault: StoreFault) -> Rule | None:
