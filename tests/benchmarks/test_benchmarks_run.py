@@ -37,3 +37,9 @@ def test_manifest_commit_benchmark_runs() -> None:
 def test_s3_commit_benchmark_runs() -> None:
     out = run("s3_commit.py", "--tasks", "2", "--files", "2", "--size", "1024", "--threads", "4")
     assert "magic" in out and "directory" in out
+
+
+@pytest.mark.azure
+def test_azure_gcs_commit_benchmark_runs() -> None:
+    out = run("azure_gcs_commit.py", "--files", "200", "--azurite-max", "200")
+    assert "Azure Blob: blocklist" in out and "GCS: manifest, objects.move" in out

@@ -1,7 +1,7 @@
 """The fault matrix: every committer x every store binding x every failure point.
 
 ``python -m outcommit_devtools.faultmatrix`` runs it and prints the table;
-``tests/reliability/test_fault_matrix.py`` runs the CI-sized matrix, one item per cell.
+``tests/devtools/test_fault_matrix.py`` runs the CI-sized matrix, one item per cell.
 """
 
 from . import report
