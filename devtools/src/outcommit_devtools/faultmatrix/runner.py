@@ -157,12 +157,15 @@ class Matrix:
         for cell in cells:
             apart = self.binding(cell.store).proxy is not None and not uses_proxy(cell)
             groups.setdefault((cell.store, cell.committer if apart else ""), []).append(cell)
-        by_store = dict(sorted(groups.items(), key=lambda item: -len(item[1])))
+        ordered = dict(sorted(groups.items(), key=lambda item: -len(item[1])))
         done: dict[Cell, CellResult] = {}
         lock = threading.Lock()
+        stopping = threading.Event()
 
         def work(group: list[Cell]) -> None:
             for cell in group:
+                if stopping.is_set():
+                    return
                 result = self.run(cell)
                 with lock:
                     done[cell] = result
@@ -174,12 +177,16 @@ class Matrix:
         # busy one, on every request. Restored afterwards (it is process-wide).
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
+        pool = ThreadPoolExecutor(max_workers=min(len(ordered), WORKERS) or 1,
+                                  thread_name_prefix="faultmatrix")
         try:
-            with ThreadPoolExecutor(max_workers=min(len(by_store), WORKERS) or 1,
-                                    thread_name_prefix="faultmatrix") as pool:
-                for future in [pool.submit(work, group) for group in by_store.values()]:
-                    future.result()
+            for future in [pool.submit(work, group) for group in ordered.values()]:
+                future.result()
+        except BaseException:
+            stopping.set()  # interrupted: the workers stop after their current cell
+            raise
         finally:
+            pool.shutdown(wait=True, cancel_futures=True)
             sys.setswitchinterval(interval)
         return [done[cell] for cell in cells]
 
