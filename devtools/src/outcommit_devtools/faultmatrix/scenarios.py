@@ -190,6 +190,8 @@ _STORE_FAULTS_FULL_ONLY: tuple[tuple[str, str, str, Phase, int], ...] = (
     ("azure", "copy", "reset", "job-commit", 1),
     ("azure", "put-blob", "ambiguous", "task-commit", 1),
     ("azure", "list", "throttle-503", "job-commit", 1),
+    ("azure", "block-list", "ambiguous", "job-commit", 1),
+    ("azure", "block-list", "throttle-503", "job-commit", 1),
     ("gcs", "rewrite", "reset", "job-commit", 1),
     ("gcs", "upload", "ambiguous", "task-commit", 1),
     ("gcs", "list", "throttle-429", "job-commit", 2),

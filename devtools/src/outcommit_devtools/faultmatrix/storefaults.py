@@ -43,6 +43,8 @@ TARGETS: Mapping[str, Mapping[str, Mapping[str, str]]] = {
     "azure": {
         "copy": {"method": "PUT", "header": "x-ms-copy-source"},
         "put-blob": {"method": "PUT", "header": "x-ms-blob-type"},
+        # Put Block List: the blocklist committer's completion at job commit.
+        "block-list": {"method": "PUT", "query": r"(^|&)comp=blocklist"},
         "list": {"method": "GET", "query": r"(^|&)comp=list"},
     },
     "gcs": {
