@@ -37,7 +37,11 @@ from outcommit.testing.faults import (
 
 from .oracles import error_text
 
-ALL_OPERATIONS = (*STORE_OPERATIONS, *(f"multipart.{op}" for op in MULTIPART_OPERATIONS))
+# Delayed completions come as S3 multipart uploads or Azure block lists (``blocklist.*``).
+UPLOAD_KINDS = ("multipart", "blocklist")
+ALL_OPERATIONS = (*STORE_OPERATIONS,
+                  *(f"{kind}.{op}" for kind in UPLOAD_KINDS for op in MULTIPART_OPERATIONS))
+COMPLETIONS = tuple(f"{kind}.complete" for kind in UPLOAD_KINDS)
 WRITE_OPERATIONS = ("write_bytes", "write_atomic", "save_json", "create_exclusive", "write_with_metadata")
 DEADLINE_SECONDS = 180.0  # a child that neither finishes nor dies by then is a harness failure
 
@@ -102,7 +106,7 @@ def _publishes(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
     def matches(operation: str, args: tuple[Any, ...]) -> bool:
         if operation in ("rename_file", "rename_dir"):
             return len(args) > 1 and _data_path(args[1], dest)
-        if operation in ("multipart.complete", *WRITE_OPERATIONS):
+        if operation in (*COMPLETIONS, *WRITE_OPERATIONS):
             return bool(args) and _data_path(args[0], dest)
         return False
     return matches
