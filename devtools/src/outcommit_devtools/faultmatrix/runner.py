@@ -149,7 +149,7 @@ class Matrix:
         with HTTP faults run one after the other (a fault is a rule of that proxy), the
         others reach the server directly, one group per committer. The cells of ``file``
         and ``memory`` run one after the other: they share the top level the oracles
-        check (and fsspec's memory filesystem is one dictionary). Longest groups first.
+        check (and fsspec's memory filesystem is one dictionary).
         """
         for store in dict.fromkeys(cell.store for cell in cells):
             self.binding(store)  # opened here, not concurrently in the workers
@@ -157,7 +157,10 @@ class Matrix:
         for cell in cells:
             apart = self.binding(cell.store).proxy is not None and not uses_proxy(cell)
             groups.setdefault((cell.store, cell.committer if apart else ""), []).append(cell)
-        ordered = dict(sorted(groups.items(), key=lambda item: -len(item[1])))
+        # HTTP-fault groups first (their cells wait out the clients' backoff, one after the
+        # other), then the longest groups.
+        ordered = dict(sorted(groups.items(),
+                              key=lambda item: (not uses_proxy(item[1][0]), -len(item[1]))))
         done: dict[Cell, CellResult] = {}
         lock = threading.Lock()
         stopping = threading.Event()
