@@ -328,3 +328,76 @@ def test_a_logged_file_that_is_gone_is_reported(tmp_path: Path) -> None:
     with pytest.raises(CorruptFileError, match=r"names 1 file\(s\) that are gone"):
         streaming.committed_files(url)
     assert len(streaming.committed_files(url, verify=False)) == len(streaming.committed_batches(url)[0].files)
+
+
+# -- a log create retried after its first response was lost ----------------------------------------
+
+def lose_log_create_responses(sink: StreamingSink, monkeypatch: pytest.MonkeyPatch,
+                              replace: Any = None) -> list[str]:
+    """Wrap the sink's real store: a batch log entry's exclusive create is performed and then
+    answered with FileExistsError, as a client (botocore, gcsfs, the Azure SDK) retrying a
+    request whose first response was lost gets 412/409. ``replace(path)`` gives other bytes
+    to create instead (a corrupt entry, or another writer's that got there first)."""
+    store = sink.store
+    assert store.has_capability("fs.create.exclusive"), "the log would not use create_exclusive"
+    real = store.create_exclusive
+    hit: list[str] = []
+
+    def lossy(path: str, data: bytes) -> None:
+        is_entry = f"/{streaming.LOG_DIR}/" in path and f"/{streaming.LOG_DIR}/_jobs/" not in path
+        real(path, replace(path) if is_entry and replace is not None else data)
+        if is_entry:
+            hit.append(path)
+            raise FileExistsError(path)
+
+    monkeypatch.setattr(store, "create_exclusive", lossy)
+    return hit
+
+
+def test_a_log_create_whose_response_was_lost_keeps_the_batch(target: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retried create sees its own entry: success, not 'someone else', and nothing deleted."""
+    url, config, _ = target
+    sink = sink_for(target, compact_interval=2)  # batch 1 is a compaction: both entry kinds
+    hit = lose_log_create_responses(sink, monkeypatch)
+    for batch_id in range(3):
+        outcome = sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id))
+        assert not outcome.replayed
+    assert [p.rsplit("/", 1)[1] for p in hit] == ["0.json", "1.compact.json", "2.json"]
+    assert_exactly_once(url, config, range(3))
+    restarted = sink_for(target, compact_interval=2)
+    assert restarted.commit_batch(2, run_batch(restarted, "run-b", 2)).replayed
+    assert_exactly_once(url, config, range(3))
+
+
+def test_an_unreadable_entry_after_a_lost_create_response_deletes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "manifest")
+    lose_log_create_responses(sink, monkeypatch, replace=lambda _path: b"{ torn")
+    with pytest.raises(CorruptFileError, match=r"_outcommit_log/0\.json.*not valid JSON"):
+        sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    store = open_store(url, {})
+    dest = store.strip(url)
+    published = visible_files(store, dest)
+    (record,) = streaming.BatchLog(store, dest).jobs()
+    assert record.files and sorted(f.path for f in record.files) == sorted(published)
+
+
+def test_another_jobs_entry_after_a_lost_create_response_rolls_ours_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer's entry got there first: that one stands and ours goes."""
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "manifest")
+
+    def theirs(_path: str) -> bytes:
+        entry = streaming.BatchEntry(0, QUERY, f"{QUERY}-b0-rother", "manifest", (), 0.0)
+        return json.dumps(entry.to_dict()).encode()
+
+    lose_log_create_responses(sink, monkeypatch, replace=theirs)
+    with pytest.raises(streaming.BatchAlreadyCommitted, match="by someone else"):
+        sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    store = open_store(url, {})
+    assert not visible_files(store, store.strip(url)), "our rolled back files stayed"
+    assert streaming.BatchLog(store, store.strip(url)).jobs() == []
+

@@ -10,10 +10,14 @@ this is its analogue, in the destination, as JSON::
 
 An entry is created exclusively (create-if-absent) after the batch's job commit made its
 files visible: a batch is committed exactly when its entry exists, and an entry never
-names a file that is not there. A compaction batch writes ``<n>.compact.json`` instead of
-``<n>.json``; it holds every batch up to ``n``, so readers read the newest compaction and
-the entries after it. Entries older than the previous compaction are deleted after a new
-one is written (a reader that listed before has one interval to finish).
+names a file that is not there. A refused create is not proof that someone else committed
+the batch (a client retrying a create whose response was lost is refused its own entry):
+the entry is read, and only another job's entry means "already committed".
+
+A compaction batch writes ``<n>.compact.json`` instead of ``<n>.json``; it holds every
+batch up to ``n``, so readers read the newest compaction and the entries after it.
+Entries older than the previous compaction are deleted after a new one is written (a
+reader that listed before has one interval to finish).
 
 ``_jobs/`` records each job a query started for a batch (written by the first of its
 tasks) and, once the driver knows them, the files its job commit is about to publish:
@@ -272,17 +276,59 @@ class BatchLog:
                          "batches": [e.to_dict() for e in [*earlier, entry]]}
         else:
             path, data = self.entry_path(batch_id), entry.to_dict()
-        if self.get(batch_id) is not None:
+        existing = self.get(batch_id)
+        if existing is not None:
+            if self._is_ours(existing, entry, self.store.url(path)):
+                return path
             raise BatchAlreadyCommitted(
-                f"batch {batch_id} is already committed to {self.store.url(self.dest)}")
+                f"batch {batch_id} is already committed to {self.store.url(self.dest)} "
+                f"(job {existing.job_id})")
         try:
             self._create(path, data)
         except FileExistsError:
-            raise BatchAlreadyCommitted(
-                f"batch {batch_id} was committed to {self.store.url(self.dest)} by someone else") from None
+            # Not necessarily someone else's: a client that retries (botocore, gcsfs, the
+            # Azure SDK) after losing the response to a create that succeeded gets 412/409
+            # for its own entry. Only the entry itself tells; if it cannot be read, fail
+            # without touching anything (the caller rolls back only on BatchAlreadyCommitted).
+            found = self._read_created(path, batch_id)
+            if not self._is_ours(found, entry, self.store.url(path)):
+                raise BatchAlreadyCommitted(
+                    f"batch {batch_id} was committed to {self.store.url(self.dest)} by someone "
+                    f"else (job {found.job_id})") from None
+            log.info("batch %d: the log entry %s exists and is this commit's (a retried create "
+                     "whose first response was lost)", batch_id, self.store.url(path))
         if path == self.compact_path(batch_id):
             self.delete_compacted(batch_id)
         return path
+
+    def _read_created(self, path: str, batch_id: int) -> BatchEntry:
+        """The entry of ``batch_id`` that ``path`` (an entry or a compaction) holds now."""
+        where = self.store.url(path)
+        try:
+            if path == self.compact_path(batch_id):
+                found = [e for e in self._load_compact(path) if e.batch_id == batch_id]
+                if len(found) != 1:
+                    raise CorruptFileError(where, "batches", f"does not hold batch {batch_id} once")
+                return found[0]
+            entry = BatchEntry.from_dict(self._load(path), where)
+        except FileNotFoundError:
+            raise BatchLogError(f"{where} was reported to exist and then could not be read: "
+                                f"batch {batch_id}'s commit state is unknown; nothing was "
+                                "deleted") from None
+        if entry.batch_id != batch_id:
+            raise CorruptFileError(where, "batchId", f"{entry.batch_id}, expected {batch_id}")
+        return entry
+
+    @staticmethod
+    def _is_ours(found: BatchEntry, entry: BatchEntry, where: str) -> bool:
+        """Is ``found`` (the batch's entry in the log) the one ``entry`` would have written?"""
+        if found.job_id != entry.job_id or found.query_id != entry.query_id:
+            return False
+        if {f.path for f in found.files} != {f.path for f in entry.files}:
+            # Same job, other files: not something this sink writes. Refuse to guess.
+            raise CorruptFileError(where, "files", f"job {entry.job_id}'s entry names other files "
+                                   "than its commit published")
+        return True
 
     def delete_compacted(self, batch_id: int) -> int:
         """After compaction ``batch_id``: delete what the previous compaction already covers."""
