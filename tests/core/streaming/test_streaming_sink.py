@@ -401,3 +401,64 @@ def test_another_jobs_entry_after_a_lost_create_response_rolls_ours_back(
     assert not visible_files(store, store.strip(url)), "our rolled back files stayed"
     assert streaming.BatchLog(store, store.strip(url)).jobs() == []
 
+
+# -- job records are evidence, not orders -------------------------------------------------------------
+
+def test_a_tampered_job_record_deletes_only_what_its_job_wrote(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    dest = tmp_path / "out"
+    sink = StreamingSink(url, {}, "manifest")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    committed = streaming.committed_batches(url)[0].files[0].path
+    (dest / "other").mkdir()
+    (dest / "other" / "data.parquet").write_bytes(b"not ours")
+    (dest / "other" / "part-00000-000-zombie-a0.parquet").write_bytes(b"the zombie's")
+    (dest / "_outcommit_log" / "_jobs").mkdir(exist_ok=True)
+    named = [committed, "_outcommit_log/0.json", "other/data.parquet",
+             "other/part-00000-000-zombie-a0.parquet"]
+    (dest / "_outcommit_log" / "_jobs" / "zombie.json").write_text(json.dumps(
+        {"format": "outcommit.streaming.Job/1", "jobId": "zombie", "batchId": 0,
+         "files": [{"path": p, "size": 1, "rows": 1} for p in named]}))
+    outcome = sink.commit_batch(1, run_batch(sink, "run-a", 1))
+    assert outcome.rolled_back == ["zombie"]
+    assert (dest / committed).exists(), "a committed batch's file was deleted"
+    assert (dest / "_outcommit_log" / "0.json").exists(), "a log entry was deleted"
+    assert (dest / "other" / "data.parquet").exists(), "a file the job did not write was deleted"
+    assert not (dest / "other" / "part-00000-000-zombie-a0.parquet").exists()
+    assert logged_ids(url, {}) == expected_ids(range(2))
+
+
+@pytest.mark.parametrize(("record", "name", "field"), [
+    ({"batchId": 2}, "bad", "jobId"),
+    ({"jobId": "../../x", "batchId": 2}, "bad", "jobId"),
+    ({"jobId": "bad", "batchId": "2"}, "bad", "batchId"),
+    ({"jobId": "bad", "batchId": 2, "files": "part-0.parquet"}, "bad", "files"),
+    ({"jobId": "bad", "batchId": 2, "runId": 7}, "bad", "runId"),
+    ({"jobId": "someone-else", "batchId": 2}, "bad", "jobId"),
+    ({"jobId": "bad", "batchId": 0, "files": [{"path": "../outside.parquet", "size": 1, "rows": 1}]},
+     "bad", "files.path"),
+])
+def test_a_corrupt_job_record_is_reported_not_acted_on(tmp_path: Path, record: dict[str, Any],
+                                                       name: str, field: str) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "manifest")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    jobs = tmp_path / "out" / "_outcommit_log" / "_jobs"
+    jobs.mkdir(exist_ok=True)
+    (jobs / f"{name}.json").write_text(json.dumps({"format": "outcommit.streaming.Job/1", **record}))
+    with pytest.raises(CorruptFileError, match=rf"_jobs/{name}\.json: field '{field}'"):
+        sink.commit_batch(1, run_batch(sink, "run-a", 1))
+    assert logged_ids(url, {}) == expected_ids(range(1))
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("metrics", [1]), ("committedAt", "yesterday"), ("jobId", 7), ("queryId", {"q": 1}),
+    ("batchId", True)])
+def test_a_corrupt_log_entry_field_is_reported(tmp_path: Path, key: str, value: Any) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "v1")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    path = tmp_path / "out" / "_outcommit_log" / "0.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), key: value}))
+    with pytest.raises(CorruptFileError, match=rf"0\.json: field '{key}'"):
+        streaming.committed_batches(url)

@@ -51,6 +51,8 @@ JOB_FORMAT = "outcommit.streaming.Job/1"
 DEFAULT_COMPACT_INTERVAL = 10
 _ENTRY = re.compile(r"^(\d{1,19})(\.compact)?\.json$")
 _READ_ATTEMPTS = 3
+#: What ``outcommit.context`` accepts as a job id (a path segment).
+_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 class BatchLogError(CommitError):
@@ -119,17 +121,28 @@ class BatchEntry:
         if not isinstance(data, Mapping) or data.get("format") != BATCH_FORMAT:
             raise CorruptFileError(where, "format", f"not a batch log entry ({BATCH_FORMAT})")
         batch_id, files = data.get("batchId"), data.get("files")
-        if not isinstance(batch_id, int) or batch_id < 0:
+        if not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 0:
             raise CorruptFileError(where, "batchId", "not a batch id")
         if not isinstance(files, list):
             raise CorruptFileError(where, "files", "not a list")
+        for key in ("jobId", "queryId", "committer"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise CorruptFileError(where, key, f"not a string: {value!r}")
         job_id = data.get("jobId")
-        metrics = data.get("metrics") or {}
-        return cls(batch_id=batch_id, query_id=str(data.get("queryId") or ""),
-                   job_id=str(job_id) if job_id else None, committer=str(data.get("committer") or ""),
+        committed_at = data.get("committedAt")
+        if committed_at is not None and (not isinstance(committed_at, (int, float))
+                                         or isinstance(committed_at, bool)):
+            raise CorruptFileError(where, "committedAt", f"not a time: {committed_at!r}")
+        metrics = data.get("metrics")
+        if metrics is not None and not isinstance(metrics, Mapping):
+            raise CorruptFileError(where, "metrics", "not an object")
+        return cls(batch_id=batch_id, query_id=data.get("queryId") or "",
+                   job_id=job_id or None, committer=data.get("committer") or "",
                    files=tuple(CommittedFile.from_dict(f, where) for f in files),
-                   committed_at=float(data.get("committedAt") or 0.0),
-                   metrics={str(k): int(v) for k, v in metrics.items() if isinstance(v, int)})
+                   committed_at=float(committed_at or 0.0),
+                   metrics={str(k): v for k, v in (metrics or {}).items()
+                            if isinstance(v, int) and not isinstance(v, bool)})
 
 
 @dataclass(frozen=True)
@@ -155,10 +168,23 @@ class JobRecord:
     def from_dict(cls, data: Any, where: str) -> JobRecord:
         if not isinstance(data, Mapping) or data.get("format") != JOB_FORMAT:
             raise CorruptFileError(where, "format", f"not a streaming job record ({JOB_FORMAT})")
-        files = data.get("files")
-        return cls(job_id=str(data["jobId"]), batch_id=int(data["batchId"]),
-                   query_id=str(data.get("queryId") or ""), run_id=str(data.get("runId") or ""),
-                   committer=str(data.get("committer") or ""),
+        job_id, batch_id, files = data.get("jobId"), data.get("batchId"), data.get("files")
+        # The job id becomes a path segment (its work areas, its record): refuse anything
+        # that is not an id the sink could have made.
+        if not isinstance(job_id, str) or not _JOB_ID.match(job_id) or job_id in (".", ".."):
+            raise CorruptFileError(where, "jobId", f"not a job id: {job_id!r}")
+        if not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 0:
+            raise CorruptFileError(where, "batchId", f"not a batch id: {batch_id!r}")
+        if files is not None and not isinstance(files, list):
+            raise CorruptFileError(where, "files", "not a list")
+        text = {}
+        for key in ("queryId", "runId", "committer"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise CorruptFileError(where, key, f"not a string: {value!r}")
+            text[key] = value or ""
+        return cls(job_id=job_id, batch_id=batch_id, query_id=text["queryId"], run_id=text["runId"],
+                   committer=text["committer"],
                    files=None if files is None else tuple(CommittedFile.from_dict(f, where) for f in files))
 
 
@@ -368,10 +394,15 @@ class BatchLog:
         for info in self.store.list_dir(self.jobs_dir):
             if info.is_dir or not info.name.endswith(".json"):
                 continue
+            where = self.store.url(info.path)
             try:
-                records.append(JobRecord.from_dict(self._load(info.path), self.store.url(info.path)))
+                record = JobRecord.from_dict(self._load(info.path), where)
             except FileNotFoundError:
                 continue  # finished meanwhile
+            if info.name != f"{record.job_id}.json":
+                # Its record is what a rollback forgets: it must be this file.
+                raise CorruptFileError(where, "jobId", f"{record.job_id!r} is not the record's name")
+            records.append(record)
         return sorted(records, key=lambda r: (r.batch_id, r.job_id))
 
     def forget_job(self, job_id: str) -> None:
