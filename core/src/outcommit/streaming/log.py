@@ -283,8 +283,10 @@ class BatchLog:
         if self.store.has_capability(caps.CREATE_EXCLUSIVE):
             self.store.create_exclusive(path, payload)
             return
-        # Stores without create-if-absent (GCS here): checked, then written. Two queries
-        # committing one batch id at once could both pass; one query per destination.
+        # Stores that do not declare create-if-absent (e.g. a GCS server configured with
+        # outcommit.gcs.preconditions=false, which ignores ifGenerationMatch): checked, then
+        # written. Two queries committing one batch id at once could both pass; one query
+        # per destination.
         if self.store.exists(path):
             raise FileExistsError(path)
         self.store.write_atomic(path, payload)
