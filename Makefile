@@ -34,7 +34,7 @@ bench: setup
 # Every distribution's wheel in dist/ (docs/install.md: install them with --find-links dist/).
 wheels: setup
 	for d in core plugins/s3 plugins/azure plugins/gcs plugins/hdfs devtools; do \
-	  $(BIN)/python -m build --wheel --no-isolation --outdir dist $$d || exit 1; done
+	  $(BIN)/python -m build --wheel --no-isolation --outdir dist $$d || exit 1; rm -rf $$d/build; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

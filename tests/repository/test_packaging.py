@@ -8,6 +8,7 @@ import importlib.metadata as md
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -86,6 +87,7 @@ def _build_wheels(wheelhouse: Path) -> list[Path]:
         subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
                         str(wheelhouse), str(ROOT / directory)],
                        check=True, capture_output=True, text=True, timeout=300)
+        shutil.rmtree(ROOT / directory / "build", ignore_errors=True)  # setuptools' scratch copy
     return sorted(wheelhouse.glob("*.whl"))
 
 

@@ -219,7 +219,7 @@ class MultipartCommitter(Committer):
             self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
             removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
                                         self.destination, log)
-            progress = Progress("completing uploads", len(commits), log, self.config)
+            progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
             try:
                 self.ops.complete_all(commits, progress)
             finally:
