@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable
 
 from outcommit.errors import CommitError, UploadGoneError
 from outcommit.multipart import MultipartUploads
@@ -32,7 +32,7 @@ class CommitOperations:
         self.dest = dest
         self.threads = threads
 
-    def complete_all(self, commits: Sequence[PendingCommit], progress: Progress | None = None) -> None:
+    def complete_all(self, commits: Collection[PendingCommit], progress: Progress | None = None) -> None:
         """Complete every upload; the first failures are reported together, nothing is undone."""
         def complete(commit: PendingCommit) -> str:
             relative_to(commit.path, self.dest)  # containment, again, right before acting
@@ -76,7 +76,7 @@ class CommitOperations:
         current = self.store.info(commit.path)
         return current is not None and expected is not None and current.etag == expected
 
-    def check_completable(self, commits: Sequence[PendingCommit]) -> None:
+    def check_completable(self, commits: Collection[PendingCommit]) -> None:
         """Before old data is deleted: every upload is still pending (or already ours).
 
         An upload aborted meanwhile (another job's sweep, a lifecycle rule, a stray abort)
