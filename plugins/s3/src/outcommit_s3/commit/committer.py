@@ -241,7 +241,8 @@ class MultipartCommitter(Committer):
         except Exception as exc:
             raise self.failed_commit(job, exc, started, self._urls(commits)) from exc
         # Every upload of this job is now complete or aborted (by the sweep, or above).
-        cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False)
+        cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False,
+                         end=False)  # end_job above already deleted the markers
         log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
         return summary
 
