@@ -45,6 +45,8 @@ class Profile:
     copy_mb_s: float
     copy_rename: bool
     batch_delete: int
+    #: No directories (GCS, Blob): an empty directory costs nothing to remove.
+    flat: bool = True
 
     def describe(self) -> str:
         lat = ", ".join(f"{k} {v:g} ms" for k, v in self.latency_ms.items())
@@ -59,7 +61,7 @@ PROFILES = [
     Profile("azure-blob", {"read": 20, "write": 30, "list": 25, "copy": 30, "delete": 20, "rename": 30},
             200, True, 256),
     Profile("azure-hns", {"read": 20, "write": 30, "list": 25, "copy": 30, "delete": 20, "rename": 25},
-            200, False, 256),
+            200, False, 256, flat=False),
 ]
 
 
@@ -97,7 +99,7 @@ def requests_for(operation: str, sizes: tuple[int, ...], profile: Profile) -> li
         return []  # no directories on these stores: the stores spend no request
     if operation == "delete_empty_dir":
         # Flat namespaces have no empty directory to remove; a hierarchical one deletes it.
-        return [] if profile.copy_rename else [("delete", 0)]
+        return [] if profile.flat else [("delete", 0)]
     if operation == "rename_file":
         return [("copy", sizes[0]), ("delete", 0)] if profile.copy_rename else [("rename", 0)]
     if operation == "rename_dir":
@@ -108,6 +110,17 @@ def requests_for(operation: str, sizes: tuple[int, ...], profile: Profile) -> li
         if sizes:
             return [("list", 0)] + [("delete", 0)] * math.ceil(len(sizes) / profile.batch_delete)
         return [("delete", 0)]
+    # Block lists (Azure Blob): the upload id is made by the client; abort sends nothing.
+    if operation == "blocklist.complete":
+        return [("write", 0)]  # one Put Block List
+    if operation == "blocklist.upload_part":
+        return [("write", 0)]
+    if operation in ("blocklist.initiate", "blocklist.abort"):
+        return []
+    if operation == "blocklist.list_pending":
+        return [("list", 0), ("list", 0)]  # with and without uncommitted blobs
+    if operation == "blocklist.check_parts":
+        return []
     raise ValueError(f"no request mapping for {operation}")
 
 
@@ -115,7 +128,8 @@ def cost_ms(kind: str, copied: int, profile: Profile) -> float:
     return profile.latency_ms[kind] + (copied / (profile.copy_mb_s * 1e6) * 1000 if copied else 0.0)
 
 
-def model(log: list[tuple[str, str, tuple[int, ...]]], profile: Profile, threads: int) -> dict[str, Any]:
+def model(log: list[tuple[str, str, tuple[int, ...]]], profile: Profile, threads: int,
+          workers: tuple[str, ...] = (WORKER_PREFIX,)) -> dict[str, Any]:
     """Requests, bytes and modelled time; worker-thread runs are scheduled over ``threads``."""
     requests: Counter[str] = Counter()
     copied = 0
@@ -139,7 +153,7 @@ def model(log: list[tuple[str, str, tuple[int, ...]]], profile: Profile, threads
             copied += nbytes
             op_cost += cost_ms(kind, nbytes, profile)
         total += op_cost
-        if thread.startswith(WORKER_PREFIX):
+        if thread.startswith(workers):
             batch.append(op_cost)
         else:
             elapsed += flush() + op_cost

@@ -39,8 +39,8 @@ from typing import Any
 
 import outcommit
 from outcommit import JobContext
+from outcommit.committers.delayed.files import PendingCommit, PendingSet
 from outcommit_devtools.costmodel import CostModel, Meter, attach_botocore, measure_client_cpu
-from outcommit_s3.commit.files import PendingCommit, PendingSet
 from outcommit_s3.embedded import EmbeddedS3, free_port
 
 BUCKET = "bench"

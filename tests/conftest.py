@@ -1,6 +1,6 @@
 """Shared test configuration: plugins load from installed entry points as users get them.
 
-The servers every store's tests need (moto S3, Azurite, the GCS emulator) start once per
+The servers every store's tests need (moto S3, Azurite, the two GCS emulators) start once per
 test run, on first use, on free ports of 127.0.0.1; each test directory creates its own
 bucket or container in them.
 """
@@ -60,6 +60,15 @@ def gcs_server() -> Iterator[Any]:
     """The GCS emulator (``outcommit_gcs.emulator.GcsEmulator``)."""
     emulator = pytest.importorskip("outcommit_gcs.emulator")
     server = emulator.start_gcs_emulator()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def fake_gcs_server() -> Iterator[Any]:
+    """fake-gcs-server, the GCS emulator that enforces upload preconditions (a subprocess)."""
+    emulator = pytest.importorskip("outcommit_gcs.emulator")
+    server = emulator.start_fake_gcs_server()
     yield server
     server.stop()
 

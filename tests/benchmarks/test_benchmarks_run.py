@@ -39,6 +39,12 @@ def test_s3_commit_benchmark_runs() -> None:
     assert "magic" in out and "directory" in out
 
 
+@pytest.mark.azure
+def test_azure_gcs_commit_benchmark_runs() -> None:
+    out = run("azure_gcs_commit.py", "--files", "200", "--azurite-max", "200")
+    assert "Azure Blob: blocklist" in out and "GCS: manifest, objects.move" in out
+
+
 @pytest.mark.s3
 def test_s3_commit_scale_benchmark_counts_requests() -> None:
     out = run("s3_commit_scale.py", "--files", "50", "--tasks", "5", "--cpu-requests", "5")

@@ -49,6 +49,15 @@ def test_bad_conf_pair(tmp_path, capsys) -> None:
     assert "use KEY=VALUE" in capsys.readouterr().err
 
 
+def test_a_misspelled_conf_key_is_refused_with_a_guess(tmp_path, capsys) -> None:
+    """The CLI reads stores with the user's --conf: a typo there is an error, as in a job."""
+    assert main(["uploads", "list", str(tmp_path), "--conf", "outcommit.comitter=v1"]) == 2
+    error = capsys.readouterr().err
+    assert "unknown configuration key 'outcommit.comitter': did you mean outcommit.committer " in error
+    assert main(["capabilities", str(tmp_path), "--conf", "outcommit.comitter=v1"]) == 2
+    assert "did you mean outcommit.committer " in capsys.readouterr().err
+
+
 def _cli(*args: str, stdout: int | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "outcommit.cli", *args], text=True,
                           capture_output=stdout is None, stdout=stdout,

@@ -1,5 +1,5 @@
 """docs/reading.md's table of readers is what the readers do: every row is run here
-(the Spark row in tests/spark/test_spark_reading.py) against the page's scenario."""
+(the Spark row in tests/core/spark/test_spark_reading.py) against the page's scenario."""
 
 from __future__ import annotations
 

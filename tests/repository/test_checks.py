@@ -23,3 +23,19 @@ def test_pre_commit_hooks_pass_on_the_whole_tree() -> None:
         env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")})
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ruff" in result.stdout and "mypy" in result.stdout
+
+
+def test_the_test_tree_mirrors_the_source_tree() -> None:
+    """Test modules have unique basenames (pytest imports them by basename, without packages)
+    and live under a directory named after what they test (docs/architecture.md)."""
+    modules = sorted(p.relative_to(ROOT / "tests") for p in (ROOT / "tests").rglob("test_*.py")
+                     if "outcommit-testplugin" not in p.parts)
+    assert len(modules) > 50
+    names = [m.name for m in modules]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+    sources = {"core": ROOT / "core/src/outcommit", "plugins": ROOT / "plugins"}
+    for module in modules:
+        top, *middle = module.parts[:-1]
+        assert top in {"core", "plugins", "devtools", "benchmarks", "docs", "repository"}, module
+        if top in sources and middle:   # tests/core/committers -> core/src/outcommit/committers
+            assert (sources[top] / Path(*middle)).is_dir(), f"{module}: no {sources[top] / Path(*middle)}"

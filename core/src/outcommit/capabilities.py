@@ -19,6 +19,9 @@ LISTING_CONSISTENT = "fs.listing.consistent"
 """A file is listed as soon as its write has completed."""
 MULTIPART_DELAYED_COMPLETION = "fs.multipart.delayed-completion"
 """Parts uploaded by one process can be completed later by another (S3 multipart)."""
+BLOCKLIST_DELAYED_COMPLETION = "fs.blocklist.delayed-completion"
+"""Blocks staged under an object's final name by one process are committed as a block list
+later by another (Azure Blob Put Block / Put Block List; ``outcommit.multipart.BlockLists``)."""
 ETAGS_AVAILABLE = "fs.etags.available"
 """``info()`` reports an etag for files."""
 ETAGS_PRESERVED_IN_RENAME = "fs.etags.preserved-in-rename"
@@ -35,6 +38,7 @@ STORE_CAPABILITIES: tuple[str, ...] = (
     RENAME_DIRECTORY_ATOMIC,
     LISTING_CONSISTENT,
     MULTIPART_DELAYED_COMPLETION,
+    BLOCKLIST_DELAYED_COMPLETION,
     ETAGS_AVAILABLE,
     ETAGS_PRESERVED_IN_RENAME,
     CREATE_EXCLUSIVE,

@@ -167,9 +167,15 @@ def cmd_uploads(args: argparse.Namespace) -> int:
     from .factory import open_store
 
     store = open_store(args.url, _config(args.conf))
-    multipart = store.multipart()
+    multipart = store.multipart() or store.block_lists()
     if multipart is None:
         print(f"{store.scheme}:// has no multipart uploads to list", file=sys.stderr)
+        return 2
+    if args.action == "abort" and not multipart.abortable:
+        # Azure block lists: no request removes one writer's uncommitted blocks safely.
+        print(f"{store.scheme}:// cannot abort uncommitted blocks: the service discards them when "
+              "a block list is committed for the name, or a week after the last block was staged "
+              "(docs/azure.md)", file=sys.stderr)
         return 2
     directory = store.strip(args.url).rstrip("/") + "/"
     uploads = multipart.list_pending(directory)

@@ -25,6 +25,7 @@ _CAPABILITY_MEANING = {
     "fs.rename.directory.atomic": "atomic O(1) directory rename",
     "fs.listing.consistent": "consistent listing",
     "fs.multipart.delayed-completion": "delayed multipart completion",
+    "fs.blocklist.delayed-completion": "delayed block-list completion",
     "fs.etags.available": "etags",
     "fs.etags.preserved-in-rename": "etags preserved in rename",
     "fs.create.exclusive": "exclusive create",
@@ -81,6 +82,7 @@ def open_store(destination: str, config: Mapping[str, Any] | Config | None = Non
     url = normalise_url(destination)
     cfg = config if isinstance(config, Config) else Config(config or {})
     spec = get_registry().store_spec(scheme_of(url))
+    check_config(cfg)
     return spec.factory(url, cfg)
 
 
@@ -145,10 +147,11 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     scheme = scheme_of(url)
     store_spec = registry.store_spec(scheme)
     check_config(cfg)
-    name, why = select_committer(scheme, cfg, committer, store_spec.default_committer,
+    the_store = store or store_spec.factory(url, cfg)
+    # The store's own default: it may depend on what the store measured (Azure: Blob or HNS).
+    name, why = select_committer(scheme, cfg, committer, the_store.default_committer,
                                  store_spec.schemes)
     spec = registry.committer_spec(name)
-    the_store = store or store_spec.factory(url, cfg)
     missing = the_store.capabilities.missing(spec.requires)
     if missing:
         unsafe_ok = allow_unsafe if allow_unsafe is not None else cfg.get_bool(ALLOW_UNSAFE_KEY, False)
@@ -176,6 +179,7 @@ def describe_capabilities(destination: str, config: Mapping[str, Any] | None = N
     cfg = Config(config or {})
     registry = get_registry()
     spec = registry.store_spec(scheme_of(url))
+    check_config(cfg)
     store = spec.factory(url, cfg)
     safe = sorted(n for n, s in registry.committers().items()
                   if not store.capabilities.missing(s.requires))
@@ -185,7 +189,7 @@ def describe_capabilities(destination: str, config: Mapping[str, Any] | None = N
         "plugin": spec.plugin,
         "capabilities": store.capabilities.as_dict(
             sorted(set(STORE_CAPABILITIES) | set(store.capabilities.names))),
-        "default_committer": spec.default_committer,
+        "default_committer": store.default_committer,
         "safe_committers": safe,
         "committers": {n: {"requires": list(s.requires),
                            "missing": store.capabilities.missing(s.requires),

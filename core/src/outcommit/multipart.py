@@ -1,9 +1,17 @@
-"""Delayed-completion multipart uploads as a store capability.
+"""Delayed completion as store capabilities: parts uploaded now, made visible later.
 
-A store with ``fs.multipart.delayed-completion`` returns a :class:`MultipartUploads`
-from ``Store.multipart()``: one process uploads parts, another completes or aborts the
-upload later. The S3 plugin implements it over S3's multipart API; committers and the
-``outcommit uploads`` CLI use only this interface.
+Two optional interfaces share these operations:
+
+* ``fs.multipart.delayed-completion``: ``Store.multipart()`` returns a
+  :class:`MultipartUploads` (S3: initiate, upload parts, complete or abort by upload id);
+* ``fs.blocklist.delayed-completion``: ``Store.block_lists()`` returns a
+  :class:`BlockLists` (Azure Blob: blocks staged under the object's final name, committed
+  as one block list; see its docstring for how it differs).
+
+One process uploads parts, another completes them later, knowing only the path, the
+upload id and the ordered part ids. The delayed-completion committers
+(:mod:`outcommit.committers.delayed`) and the ``outcommit uploads`` CLI use only this
+interface.
 """
 
 from __future__ import annotations
@@ -31,6 +39,13 @@ class MultipartUploads(abc.ABC):
 
     #: Bytes per part a writer uploads (every part but the last has exactly this size).
     part_size: int = DEFAULT_PART_SIZE
+    #: The store's limits, checked when a pending file is loaded (S3's by default).
+    max_parts: int = 10_000
+    max_part_size: int = 5 * 1024**3
+    max_object_size: int = 5 * 1024**4
+    #: ``abort`` frees an upload's parts (S3). False where nothing can be aborted alone
+    #: (Azure block lists): then nobody reads pending files only to abort them.
+    abortable: bool = True
 
     @abc.abstractmethod
     def initiate(self, path: str) -> str:
@@ -49,6 +64,18 @@ class MultipartUploads(abc.ABC):
         With ``if_none_match`` an existing object is not replaced (FileExistsError).
         """
 
+    def check_parts(self, upload_id: str, etags: Sequence[str]) -> None:
+        """Refuse (ValueError) part ids this upload cannot have made: checked for every
+        loaded pending file before anything is completed. The default checks nothing."""
+
+    def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
+        """Proof that the object at ``path`` is this upload completed with exactly these parts.
+
+        Used to recognise a job's own output (a repeated job commit, an abort after a
+        commit began). The default proves nothing (False).
+        """
+        return False
+
     @abc.abstractmethod
     def abort(self, path: str, upload_id: str) -> bool:
         """Abort an upload; False when it was no longer pending. Never raises for that."""
@@ -56,3 +83,22 @@ class MultipartUploads(abc.ABC):
     @abc.abstractmethod
     def list_pending(self, directory: str) -> list[PendingUpload]:
         """Pending uploads under a *directory* (``out/dataset1/`` never matches ``out/dataset10``)."""
+
+
+class BlockLists(MultipartUploads):
+    """``fs.blocklist.delayed-completion``: blocks staged under the final name, committed later.
+
+    The operations of :class:`MultipartUploads`, with these differences a committer must
+    respect:
+
+    * there is no upload object on the service: ``initiate`` makes a client-side id that
+      names the blocks of one write (no request), and ``upload_part`` stages one block;
+    * ``complete`` commits the block list, which also discards every other uncommitted
+      block staged for that name (another attempt's, another job's);
+    * ``abort`` cannot remove one upload's blocks alone (``abortable`` is False): the
+      service discards a name's uncommitted blocks when a block list is next committed for
+      the name, or after its retention period (Azure: seven days);
+    * ``list_pending`` lists names that have uncommitted blocks and no committed object.
+    """
+
+    abortable = False

@@ -14,7 +14,7 @@ import posixpath
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, ClassVar, Literal, Protocol, cast
+from typing import IO, Any, Literal, Protocol, cast
 
 import fsspec
 
@@ -23,7 +23,7 @@ from .capabilities import Capabilities
 from .config import Config
 from .errors import CorruptFileError, RenameError
 from .iostats import IOStatistics
-from .multipart import MultipartUploads
+from .multipart import BlockLists, MultipartUploads
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,9 @@ class Store:
 
     #: Capabilities of every store of this class; an instance may refine them.
     capabilities: Capabilities = Capabilities()
-    #: Committer used when the caller names none.
-    default_committer: ClassVar[str] = "v1"
+    #: Committer used when the caller names none (a store may decide per instance, from
+    #: what it measured: Azure's differs between Blob and HNS accounts).
+    default_committer: str = "v1"
     #: Requests the store's clients serve at once (a connection pool's size): the default
     #: of ``outcommit.committer.threads``.
     parallelism: int = 8
@@ -267,6 +268,10 @@ class Store:
 
     def multipart(self) -> MultipartUploads | None:
         """Multipart operations when the store has delayed multipart completion, else None."""
+        return None
+
+    def block_lists(self) -> BlockLists | None:
+        """Block-list operations when the store declares ``fs.blocklist.delayed-completion``."""
         return None
 
     # -- rename recovery (manifest committer) ------------------------------------------

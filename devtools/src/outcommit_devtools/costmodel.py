@@ -479,6 +479,10 @@ class MeteredStore(Store):
         return self.inner.parallelism
 
     @property
+    def default_committer(self) -> str:  # type: ignore[override]
+        return self.inner.default_committer
+
+    @property
     def iostatistics(self) -> Any:  # type: ignore[override]
         return self.inner.iostatistics
 

@@ -55,7 +55,12 @@ def visible_files(store: Store, dest: str) -> dict[str, bytes]:
 
 
 def leftovers(store: Store, dest: str) -> list[str]:
-    """Temporary state a finished job must not leave: temp dirs and pending uploads."""
+    """Temporary state a finished job must not leave: temp dirs and pending uploads.
+
+    Uncommitted blocks of a block-list store (Azure) are not counted: nothing can remove
+    one writer's blocks alone, and the service discards them (docs/azure.md); they are
+    invisible to readers, which ``visible_files`` checks.
+    """
     left = [info.path for info in store.list_files(dest)
             if any(part == "_temporary" or part.startswith("__magic")
                    for part in info.path[len(dest.rstrip("/")) + 1:].split("/"))]

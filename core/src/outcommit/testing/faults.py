@@ -19,10 +19,11 @@ from typing import Any, Literal
 
 from ..capabilities import Capabilities
 from ..errors import InjectedFault
-from ..multipart import MultipartUploads, PendingUpload
+from ..multipart import BlockLists, MultipartUploads, PendingUpload
 from ..store import Store
 
-# Store operations that can fail; multipart ones are named "multipart.<method>".
+# Store operations that can fail; multipart ones are named "multipart.<method>", block-list
+# ones (Azure) "blocklist.<method>".
 STORE_OPERATIONS = (
     "info", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
     "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete", "delete_empty_dir",
@@ -113,6 +114,10 @@ class FaultInjectingStore(Store):
     def url(self, path: str) -> str:
         return self.inner.url(path)
 
+    @property
+    def default_committer(self) -> str:  # type: ignore[override]
+        return self.inner.default_committer
+
     # Recovery questions go to the real store: its evidence, not the base class default.
     def rename_outcome(self, src: str, dst: str, src_info: Any) -> Any:
         return self.inner.rename_outcome(src, dst, src_info)
@@ -159,6 +164,10 @@ class FaultInjectingStore(Store):
         inner = self.inner.multipart()
         return None if inner is None else _FaultInjectingMultipart(self, inner)
 
+    def block_lists(self) -> BlockLists | None:
+        inner = self.inner.block_lists()
+        return None if inner is None else _FaultInjectingBlockLists(self, inner, "blocklist")
+
 
 def _delegate(operation: str) -> Callable[..., Any]:
     def method(self: FaultInjectingStore, *args: Any, **kwargs: Any) -> Any:
@@ -173,27 +182,45 @@ for _op in STORE_OPERATIONS:
 
 
 class _FaultInjectingMultipart(MultipartUploads):
-    def __init__(self, owner: FaultInjectingStore, inner: MultipartUploads) -> None:
+    """Operations named ``<prefix>.<method>``: ``multipart.complete``, ``blocklist.complete``."""
+
+    def __init__(self, owner: FaultInjectingStore, inner: MultipartUploads,
+                 prefix: str = "multipart") -> None:
         self.owner = owner
         self.inner = inner
+        self.prefix = prefix
+        self.part_size = inner.part_size
+        self.max_parts, self.max_part_size = inner.max_parts, inner.max_part_size
+        self.max_object_size = inner.max_object_size
+        self.abortable = inner.abortable
+
+    def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
+        return self.inner.holds(path, upload_id, etags)
+
+    def check_parts(self, upload_id: str, etags: Sequence[str]) -> None:
+        self.inner.check_parts(upload_id, etags)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def initiate(self, path: str) -> str:
-        return self.owner.call("multipart.initiate", self.inner.initiate, path)  # type: ignore[no-any-return]
+        return self.owner.call(f"{self.prefix}.initiate", self.inner.initiate, path)  # type: ignore[no-any-return]
 
     def upload_part(self, path: str, upload_id: str, part_number: int, data: bytes) -> str:
-        return self.owner.call("multipart.upload_part", self.inner.upload_part,  # type: ignore[no-any-return]
+        return self.owner.call(f"{self.prefix}.upload_part", self.inner.upload_part,  # type: ignore[no-any-return]
                                path, upload_id, part_number, data)
 
     def complete(self, path: str, upload_id: str, etags: Sequence[str],
                  if_none_match: bool = False) -> str:
-        return self.owner.call("multipart.complete", self.inner.complete,  # type: ignore[no-any-return]
+        return self.owner.call(f"{self.prefix}.complete", self.inner.complete,  # type: ignore[no-any-return]
                                path, upload_id, etags, if_none_match=if_none_match)
 
     def abort(self, path: str, upload_id: str) -> bool:
-        return self.owner.call("multipart.abort", self.inner.abort, path, upload_id)  # type: ignore[no-any-return]
+        return self.owner.call(f"{self.prefix}.abort", self.inner.abort, path, upload_id)  # type: ignore[no-any-return]
 
     def list_pending(self, directory: str) -> list[PendingUpload]:
-        return self.owner.call("multipart.list_pending", self.inner.list_pending, directory)  # type: ignore[no-any-return]
+        return self.owner.call(f"{self.prefix}.list_pending", self.inner.list_pending, directory)  # type: ignore[no-any-return]
+
+
+class _FaultInjectingBlockLists(_FaultInjectingMultipart, BlockLists):
+    """Block lists, faults named ``blocklist.<method>``."""

@@ -278,6 +278,31 @@ class StoreContract:
         assert mp.abort(store.join(root, "mp10", "o"), other) is True
         assert mp.abort(store.join(root, "mp10", "o"), other) is False
 
+    def test_block_lists_when_declared(self, store: Store, root: str) -> None:
+        self.need(store, caps.BLOCKLIST_DELAYED_COMPLETION)
+        blocks = store.block_lists()
+        assert blocks is not None and blocks.part_size >= 1 and not blocks.abortable
+        path = store.join(root, "bl", "object.bin")
+        upload = blocks.initiate(path)
+        ids = [blocks.upload_part(path, upload, 1, b"first "), blocks.upload_part(path, upload, 2, b"second")]
+        assert not store.exists(path)  # staged blocks are invisible
+        assert [u.path for u in blocks.list_pending(store.join(root, "bl"))] == [path]
+        assert not blocks.holds(path, upload, ids)
+        with pytest.raises(ValueError):
+            blocks.check_parts(upload, list(reversed(ids)))  # not this upload's part 1, 2
+        blocks.complete(path, upload, ids, if_none_match=True)
+        assert store.read_bytes(path) == b"first second" and blocks.holds(path, upload, ids)
+        blocks.complete(path, upload, ids, if_none_match=True)  # repeated: success, proved ours
+        assert blocks.list_pending(store.join(root, "bl")) == []
+        other = blocks.initiate(path)
+        staged = [blocks.upload_part(path, other, 1, b"other")]
+        with pytest.raises(FileExistsError):  # an object is there that these blocks are not
+            blocks.complete(path, other, staged, if_none_match=True)
+        assert store.read_bytes(path) == b"first second"
+        ten = store.join(root, "bl0", "x")
+        blocks.upload_part(ten, blocks.initiate(ten), 1, b"x")
+        assert blocks.list_pending(store.join(root, "bl")) == []  # exact directory prefix
+
     def test_object_metadata_when_declared(self, store: Store, root: str) -> None:
         self.need(store, caps.OBJECT_METADATA)
         writer = store.object_metadata()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from outcommit import Config, StoreSpec, hookimpl
+from outcommit import CommitterSpec, Config, StoreSpec, hookimpl
 
 from .store import BLOB_CAPABILITIES, CONFIG_KEYS, AzureStore
 
@@ -16,13 +16,24 @@ def _make(url: str, config: Config) -> AzureStore:
 @hookimpl
 def register_stores(register: Callable[..., None]) -> None:
     # The declared set is the Blob account's (the weaker one); an instance measures its
-    # account and adds atomic directory rename and etag-preserving rename under HNS.
-    register(StoreSpec(("abfs", "abfss", "az"), _make, "manifest", BLOB_CAPABILITIES,
-                       "Azure Storage via adlfs: Blob accounts (copy-based rename) and "
-                       "hierarchical-namespace accounts (atomic rename); manifest by default"))
+    # account and adds atomic directory rename and etag-preserving rename under HNS, where
+    # its default committer becomes manifest.
+    register(StoreSpec(("abfs", "abfss", "az"), _make, "blocklist", BLOB_CAPABILITIES,
+                       "Azure Storage via adlfs: Blob accounts (block lists committed at job "
+                       "commit; blocklist by default) and hierarchical-namespace accounts "
+                       "(atomic rename; manifest by default)"))
+
+
+@hookimpl
+def register_committers(register: Callable[..., None]) -> None:
+    from .committer import BlockListCommitter
+
+    register(CommitterSpec.for_class(BlockListCommitter))
 
 
 @hookimpl
 def register_config_keys(register: Callable[[str, str], None]) -> None:
-    for key, description in CONFIG_KEYS.items():
+    from .committer import CONFIG_KEYS as COMMITTER_KEYS
+
+    for key, description in {**CONFIG_KEYS, **COMMITTER_KEYS}.items():
         register(key, description)

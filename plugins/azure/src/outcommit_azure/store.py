@@ -20,6 +20,12 @@ a delete of the source, and the copy gets a new etag. Why ``manifest`` is still 
   agree). Without that evidence the answer is "unknown" and the job fails.
 
 Directory rename on Blob is O(files) and not atomic, so ``v1`` is refused there.
+
+**Both kinds** stage blocks and commit block lists (the Blob API works on HNS accounts
+too): ``fs.blocklist.delayed-completion``, the ``blocklist`` committer
+(:mod:`.blocklist`, :mod:`.committer`). It is the default on Blob accounts, where it
+replaces copy + delete by one Put Block List per file; HNS accounts keep ``manifest``,
+whose rename is one metadata operation there.
 """
 
 from __future__ import annotations
@@ -35,13 +41,17 @@ import fsspec
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.errors import ConfigError
+from outcommit.multipart import DEFAULT_PART_SIZE
 from outcommit.store import FileInfo, RenameOutcome, Store
+
+from .blocklist import MAX_BLOCK_SIZE, AzureBlockLists
 
 BLOB_CAPABILITIES = Capabilities.of(
     caps.RENAME_FILE_ATOMIC,  # one Copy Blob creates the destination; see the module docstring
     caps.LISTING_CONSISTENT,
     caps.ETAGS_AVAILABLE,
     caps.CREATE_EXCLUSIVE,  # Put Blob with If-None-Match: *
+    caps.BLOCKLIST_DELAYED_COMPLETION,  # Put Block now, Put Block List at job commit
 )
 HNS_CAPABILITIES = BLOB_CAPABILITIES.with_(caps.RENAME_DIRECTORY_ATOMIC,
                                            caps.ETAGS_PRESERVED_IN_RENAME)
@@ -51,6 +61,7 @@ ACCOUNT_NAME_KEY = "outcommit.azure.account-name"
 ACCOUNT_KEY_KEY = "outcommit.azure.account-key"
 SAS_TOKEN_KEY = "outcommit.azure.sas-token"
 HNS_KEY = "outcommit.azure.hns"
+BLOCK_SIZE_KEY = "outcommit.azure.block-size"
 
 CONFIG_KEYS: dict[str, str] = {
     CONNECTION_STRING_KEY: "Azure Storage connection string (secret: never logged)",
@@ -58,6 +69,8 @@ CONFIG_KEYS: dict[str, str] = {
     ACCOUNT_KEY_KEY: "storage account key (secret)",
     SAS_TOKEN_KEY: "shared access signature (secret)",
     HNS_KEY: "auto (default: ask the account), true or false: hierarchical namespace",
+    BLOCK_SIZE_KEY: f"blocklist: bytes per staged block (default {DEFAULT_PART_SIZE}); a writer "
+                    "keeps one block per file in memory until it is staged",
 }
 
 _COPY_POLL_SECONDS = 0.05
@@ -65,8 +78,6 @@ _COPY_POLL_SECONDS = 0.05
 
 class AzureStore(Store):
     """``abfs://container/path``, ``abfss://container@account.dfs.core.windows.net/path``, ``az://``."""
-
-    default_committer = "manifest"
 
     def __init__(self, url: str, config: Any = None, fs: Any = None) -> None:
         super().__init__(url, config, fs)
@@ -147,6 +158,19 @@ class AzureStore(Store):
     def capabilities(self) -> Capabilities:  # type: ignore[override]
         return HNS_CAPABILITIES if self.hierarchical_namespace else BLOB_CAPABILITIES
 
+    @property
+    def default_committer(self) -> str:  # type: ignore[override]
+        """``manifest`` where rename is one metadata operation (HNS), else ``blocklist``."""
+        return "manifest" if self.hierarchical_namespace else "blocklist"
+
+    def block_lists(self) -> AzureBlockLists | None:
+        if not self.has_capability(caps.BLOCKLIST_DELAYED_COMPLETION):
+            return None
+        size = self.config.get_int(BLOCK_SIZE_KEY, DEFAULT_PART_SIZE, minimum=1)
+        if size > MAX_BLOCK_SIZE:
+            raise ConfigError(f"{BLOCK_SIZE_KEY}={size} exceeds Azure's block size limit {MAX_BLOCK_SIZE}")
+        return AzureBlockLists(self, size)
+
     def _blob(self, path: str) -> Any:
         container, _, blob = path.partition("/")
         return self.service.get_blob_client(container, blob)
@@ -208,12 +232,21 @@ class AzureStore(Store):
         except ImportError:
             raise ConfigError("this account has a hierarchical namespace: install "
                               "outcommit-azure[hns] for its atomic rename") from None
-        if not overwrite and self.exists(dst):
-            raise FileExistsError(f"rename destination exists: {dst}")
+        from azure.core import MatchConditions
+        from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+
         blob_url = self.service.url.rstrip("/")
         dfs = DataLakeServiceClient(blob_url.replace(".blob.", ".dfs."), credential=self.service.credential)
         container, _, path = src.partition("/")
-        dfs.get_file_system_client(container).get_file_client(path).rename_file(dst)
+        # Optimistic, as ABFS renames: no request before the rename; If-None-Match: * on the
+        # destination makes the service refuse an existing one atomically (409/412).
+        conditions: dict[str, Any] = {} if overwrite else {"match_condition": MatchConditions.IfMissing}
+        try:
+            dfs.get_file_system_client(container).get_file_client(path).rename_file(dst, **conditions)
+        except ResourceNotFoundError:
+            raise FileNotFoundError(f"rename source missing: {src}") from None
+        except (ResourceExistsError, ResourceModifiedError):
+            raise FileExistsError(f"rename destination exists: {dst}") from None
 
     def rename_dir(self, src: str, dst: str) -> None:
         """Blob: blob by blob (O(files), not atomic: why ``v1`` is refused); HNS: one call."""

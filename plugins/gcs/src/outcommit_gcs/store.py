@@ -17,14 +17,34 @@ What GCS guarantees, and so what this store declares:
   size and hash at the destination prove the rename's copy happened, whatever the source
   now looks like. That is the evidence ``rename_outcome`` uses.
 
-Exclusive create is not declared: gcsfs gives no precondition on simple uploads here,
-and the GCS emulator ignores preconditions, so it could not be tested.
+How a file is renamed is decided once per store, by a probe (:meth:`GcsStore.rename_support`),
+never by catching errors on every rename:
+
+- **move**: GCS's ``objects.move`` renames within a bucket in one atomic request, copying
+  nothing; with ``ifGenerationMatch=0`` it refuses an existing destination. Used when
+  the probe saw the server move an object *and* refuse a move onto an existing one;
+- **rewrite + delete** otherwise (servers without move, as both emulators here; moves
+  across buckets): the destination is created whole by one rewrite, then the source is
+  deleted. ``ifGenerationMatch=0`` guards the rewrite where the probe saw the server
+  enforce it; where it did not (the emulators), the store checks the destination first.
+
+Renames are optimistic: no request before the rename itself on a server that enforces
+the precondition; the evidence is gathered only when a rename fails (``rename_outcome``).
+
+Exclusive create (``fs.create.exclusive``) is an upload with ``ifGenerationMatch=0``,
+declared when ``outcommit.gcs.preconditions`` is true (GCS, fake-gcs-server): proven
+against fake-gcs-server, which enforces it; gcp-storage-emulator ignores it.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import posixpath
+import threading
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import fsspec
@@ -40,25 +60,53 @@ GCS_CAPABILITIES = Capabilities.of(
     caps.ETAGS_PRESERVED_IN_RENAME,  # the content-hash etag above, not GCS's own etag
 )
 
+log = logging.getLogger(__name__)
+
 ENDPOINT_KEY = "outcommit.gcs.endpoint"
 PROJECT_KEY = "outcommit.gcs.project"
 TOKEN_KEY = "outcommit.gcs.token"
 PRECONDITIONS_KEY = "outcommit.gcs.preconditions"
+MOVE_KEY = "outcommit.gcs.rename"
 
 CONFIG_KEYS: dict[str, str] = {
     ENDPOINT_KEY: "GCS JSON API endpoint (an emulator's URL); default: Google's",
     PROJECT_KEY: "Google Cloud project",
     TOKEN_KEY: "gcsfs token: 'google_default', 'cloud', 'anon' or a service-account JSON path",
-    PRECONDITIONS_KEY: "true (default): the server enforces ifGenerationMatch=0 on rename; false "
-                       "(emulators, which ignore preconditions): check the destination first",
+    PRECONDITIONS_KEY: "true (default): the server enforces ifGenerationMatch=0 on uploads, so "
+                       "exclusive create is declared; false for servers that ignore it "
+                       "(gcp-storage-emulator)",
+    MOVE_KEY: "auto (default: probe the server once per store), move (objects.move) or rewrite "
+              "(rewrite + delete, destination checked first)",
 }
+
+# Requests by gcsfs path template and method, counted under Hadoop-like names.
+_OPERATIONS = (("moveTo", "object_move_request"), ("rewriteTo", "object_copy_requests"),
+               ("copyTo", "object_copy_requests"))
+
+
+@dataclass(frozen=True)
+class RenameSupport:
+    """What the probe found: how this store renames a file."""
+
+    move: bool       # objects.move, refusing an existing destination (ifGenerationMatch=0)
+    guarded: bool    # the rewrite fallback is refused on an existing destination too
+    reason: str      # what the server answered, for logs and docs
+
 
 
 class GcsStore(Store):
     """``gs://bucket/key`` and ``gcs://bucket/key``."""
 
-    capabilities = GCS_CAPABILITIES
     default_committer = "manifest"
+
+    def __init__(self, url: str, config: Any = None, fs: Any = None) -> None:
+        super().__init__(url, config, fs)
+        self._support: RenameSupport | None = None
+        self._probe_lock = threading.Lock()
+
+    @property
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        return GCS_CAPABILITIES.with_(caps.CREATE_EXCLUSIVE) if self.preconditions else GCS_CAPABILITIES
 
     def _make_filesystem(self) -> fsspec.AbstractFileSystem:
         # gcsfs's experimental HNS class probes each bucket and stalls 60 s on emulators; the
@@ -66,7 +114,8 @@ class GcsStore(Store):
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
         from gcsfs.core import GCSFileSystem
 
-        options: dict[str, Any] = {"use_listings_cache": False}
+        # Its own instance (no fsspec instance cache): the request counter below is this store's.
+        options: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
         endpoint = self.config.get_str(ENDPOINT_KEY)
         if endpoint:
             options["endpoint_url"] = endpoint
@@ -76,7 +125,15 @@ class GcsStore(Store):
         token = self.config.get_str(TOKEN_KEY)
         if token:
             options["token"] = token
-        return GCSFileSystem(**options)
+        fs = GCSFileSystem(**options)
+        call = fs._call
+
+        async def counted(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+            self.iostatistics.add(_statistic(method, path))
+            return await call(method, path, *args, **kwargs)
+
+        fs._call = counted  # every JSON API request of this store, counted
+        return fs
 
     # Paths without a client: creating gcsfs's filesystem looks for credentials (seconds
     # without a metadata server), which a committer's construction must not wait for.
@@ -109,20 +166,143 @@ class GcsStore(Store):
     def write_bytes(self, path: str, data: bytes) -> None:
         self.fs.pipe_file(path, data)
 
-    def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
-        """Server-side rewrite, then delete of the source (gcsfs ``mv`` would try moveTo first)."""
-        if not overwrite and not self.preconditions and self.exists(dst):
-            raise FileExistsError(f"rename destination exists: {dst}")
-        src_bucket, src_key, _ = self.fs.split_path(src)
-        dst_bucket, dst_key, _ = self.fs.split_path(dst)
-        params: dict[str, Any] = {} if overwrite else {"ifGenerationMatch": "0"}
-        out = self.fs.call("POST", "b/{}/o/{}/rewriteTo/b/{}/o/{}", src_bucket, src_key,
+    def create_exclusive(self, path: str, data: bytes) -> None:
+        """One upload with ``ifGenerationMatch=0``: the server refuses an existing object (412)."""
+        if not self.preconditions:
+            raise NotImplementedError(f"{PRECONDITIONS_KEY}=false: this server ignores "
+                                      "ifGenerationMatch, so exclusive create is not offered")
+        bucket, key, _ = self.fs.split_path(path)
+        # One multipart upload, as gcsfs's simple upload (whose create mode is newer than
+        # gcsfs's declared floor); fake-gcs-server enforces the precondition on this form.
+        body = (b'--==0==\nContent-Type: application/json; charset=UTF-8\n\n'
+                + json.dumps({"name": key}).encode()
+                + b"\n--==0==\nContent-Type: application/octet-stream\n\n" + data + b"\n--==0==--")
+        try:
+            self._call("POST", f"{self.fs._location}/upload/storage/v1/b/{{}}/o", bucket,
+                       uploadType="multipart", ifGenerationMatch="0", data=body,
+                       headers={"Content-Type": 'multipart/related; boundary="==0=="'}, json_out=True)
+        except FileExistsError:
+            raise FileExistsError(f"already exists: {path}") from None
+        except Exception as exc:
+            if getattr(exc, "code", None) == 412:
+                raise FileExistsError(f"already exists: {path}") from None
+            raise
+
+    # -- renames -------------------------------------------------------------------------
+    def rename_support(self, near: str | None = None) -> RenameSupport:
+        """How this store renames: measured once (``outcommit.gcs.rename=auto``), or configured.
+
+        The probe works on two objects of its own next to ``near`` (the first rename's
+        source, in the job's temporary area) and deletes them: 4 to 6 requests, once per store.
+        """
+        with self._probe_lock:
+            if self._support is None:
+                setting = (self.config.get_str(MOVE_KEY) or "auto").strip().lower()
+                if setting == "move":
+                    self._support = RenameSupport(True, True, f"{MOVE_KEY}=move")
+                elif setting == "rewrite":
+                    self._support = RenameSupport(False, False, f"{MOVE_KEY}=rewrite")
+                elif setting != "auto":
+                    from outcommit.errors import ConfigError
+
+                    raise ConfigError(f"{MOVE_KEY}={setting!r}: use auto, move or rewrite")
+                elif near is None:
+                    return RenameSupport(False, False, "not probed yet")
+                else:
+                    self._support = self._probe(posixpath.dirname(near))
+                    log.info("GCS rename on %s: %s", self.url(near.split("/", 1)[0]),
+                             self._support.reason)
+            return self._support
+
+    def _probe(self, directory: str) -> RenameSupport:
+        tag = uuid.uuid4().hex
+        a, b = f"{directory}/.outcommit-probe-{tag}-a", f"{directory}/.outcommit-probe-{tag}-b"
+        bucket, a_key, _ = self.fs.split_path(a)
+        _, b_key, _ = self.fs.split_path(b)
+        self.fs.pipe_file(a, b"a")
+        self.fs.pipe_file(b, b"b")
+        try:
+            try:  # onto an existing object: a server with move and its precondition refuses
+                self._move(bucket, a_key, b_key, {"ifGenerationMatch": "0"}, once=True)
+                move, answer = False, "objects.move ignores ifGenerationMatch=0 (not used)"
+            except FileExistsError:
+                move, answer = True, "objects.move with ifGenerationMatch=0 (one request, nothing copied)"
+            except FileNotFoundError:
+                move, answer = False, "objects.move not offered (404)"
+            except Exception as exc:
+                code = getattr(exc, "code", None) or type(exc).__name__
+                move, answer = False, f"objects.move not offered ({code})"
+            if move:
+                return RenameSupport(True, True, answer)
+            try:
+                self._rewrite(bucket, a_key, bucket, b_key, {"ifGenerationMatch": "0"})
+                guarded = False
+            except FileExistsError:
+                guarded = True
+            how = ("rewrite + delete, guarded by ifGenerationMatch=0" if guarded else
+                   "rewrite + delete; the server ignores ifGenerationMatch=0, so the destination "
+                   "is checked first")
+            return RenameSupport(False, guarded, f"{answer}: {how}")
+        finally:
+            for probe in (a, b):
+                try:
+                    self.fs.rm_file(probe)
+                except FileNotFoundError:
+                    pass
+                except Exception:  # in the job's temporary area: goes with it at cleanup
+                    log.warning("could not delete the rename probe %s", self.url(probe), exc_info=True)
+
+    def _object_exists(self, bucket: str, key: str) -> bool:
+        """One metadata request (``info`` would also list, looking for a directory)."""
+        try:
+            self._call("GET", "b/{}/o/{}", bucket, key, json_out=True)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
+        """A JSON API request through gcsfs (``fs.call`` would skip this store's counter)."""
+        from fsspec.asyn import sync
+
+        return sync(self.fs.loop, self.fs._call, *args, **kwargs)
+
+    def _move(self, bucket: str, src_key: str, dst_key: str, params: dict[str, Any],
+              once: bool = False) -> None:
+        args = ("POST", "b/{}/o/{}/moveTo/o/{}", bucket, src_key, dst_key)
+        headers = {"Content-Type": "application/json"}
+        if not once:
+            self._call(*args, headers=headers, json_out=True, **params)
+            return
+        # The probe asks once: gcsfs retries a 501 (gcp-storage-emulator's answer) for ~30 s.
+        from fsspec.asyn import sync
+
+        self.iostatistics.add("object_move_request")
+        request = type(self.fs)._request.__wrapped__  # gcsfs's request without its retry loop
+        sync(self.fs.loop, request, self.fs, *args, headers=headers, **params)
+
+    def _rewrite(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str,
+                 params: dict[str, Any]) -> None:
+        out = self._call("POST", "b/{}/o/{}/rewriteTo/b/{}/o/{}", src_bucket, src_key,
                            dst_bucket, dst_key, headers={"Content-Type": "application/json"},
                            json_out=True, **params)
         while out.get("done") is not True:  # large objects are rewritten in several calls
-            out = self.fs.call("POST", "b/{}/o/{}/rewriteTo/b/{}/o/{}", src_bucket, src_key,
+            out = self._call("POST", "b/{}/o/{}/rewriteTo/b/{}/o/{}", src_bucket, src_key,
                                dst_bucket, dst_key, headers={"Content-Type": "application/json"},
                                json_out=True, rewriteToken=out["rewriteToken"], **params)
+
+    def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
+        """One move where the server has it, else rewrite + delete; no request before it
+        where the server enforces the precondition (optimistic: evidence only on failure)."""
+        support = self.rename_support(near=src)
+        src_bucket, src_key, _ = self.fs.split_path(src)
+        dst_bucket, dst_key, _ = self.fs.split_path(dst)
+        params: dict[str, Any] = {} if overwrite else {"ifGenerationMatch": "0"}
+        if support.move and src_bucket == dst_bucket:
+            self._move(src_bucket, src_key, dst_key, params)
+            return
+        if not overwrite and not support.guarded and self._object_exists(dst_bucket, dst_key):
+            raise FileExistsError(f"rename destination exists: {dst}")
+        self._rewrite(src_bucket, src_key, dst_bucket, dst_key, params)
         self.fs.rm_file(src)
 
     def rename_dir(self, src: str, dst: str) -> None:
@@ -143,3 +323,21 @@ class GcsStore(Store):
             # A different object is there: not this rename's copy. The source tells the rest.
             return "unknown"
         return super().rename_outcome(src, dst, src_info)
+
+
+def _statistic(method: str, path: str) -> str:
+    """The name a JSON API request is counted under (Hadoop's where one exists)."""
+    for marker, name in _OPERATIONS:
+        if marker in path:
+            return name
+    if "upload/" in path:
+        return "object_put_request"
+    if method == "DELETE":
+        return "object_delete_request"
+    if method == "GET" and path.rstrip("/").endswith("/o"):
+        return "object_list_request"
+    if method == "GET" and ("alt=media" in path or "/download/" in path):
+        return "action_http_get_request"
+    if method == "GET":
+        return "object_metadata_request" if "/o/" in path else "gcs_get"
+    return f"gcs_{method.lower()}"

@@ -70,6 +70,7 @@ class S3MultipartUploads(MultipartUploads):
     def __init__(self, store: S3Store) -> None:
         self.store = store
         self.part_size = store.settings.part_size
+        self.max_parts, self.max_part_size, self.max_object_size = MAX_PARTS, MAX_PART_SIZE, MAX_OBJECT_SIZE
 
     @property
     def client(self) -> Any:
@@ -133,6 +134,12 @@ class S3MultipartUploads(MultipartUploads):
                 f"{describe_error(exc.cause)}, {self.store.retry.attempts} times. The upload is "
                 "still pending: nothing was lost, and job commit can be retried (or the job "
                 "aborted). Persistent throttling: lower outcommit.committer.threads") from exc.cause
+
+    def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
+        """The object's etag is the one these exact parts produce (md5 of the part md5s, -N)."""
+        expected = multipart_etag(etags)
+        current = self.store.info(path)
+        return expected is not None and current is not None and current.etag == expected
 
     def _completed_before(self, path: str, upload_id: str, etags: Sequence[str], code: str,
                           cause: BaseException) -> str:

@@ -1,5 +1,6 @@
 """The magic committer: a task's files stream into pending multipart uploads.
 
-``filesystem``: the task's view of S3 (magic paths, upload streams); ``committer``:
-task commit of the attempt's uploads. Job commit: :mod:`outcommit_s3.commit.committer`.
+S3's binding (:mod:`.committer`) of core's magic committer
+(:mod:`outcommit.committers.delayed.magic`, its filesystem and upload tracker); job
+commit is :class:`outcommit.committers.delayed.committer.DelayedCompletionCommitter`'s.
 """

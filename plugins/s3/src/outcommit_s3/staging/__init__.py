@@ -1,4 +1,4 @@
 """The staging committers (``directory``, ``partitioned``): write locally, upload at task commit.
 
-Job commit: :mod:`outcommit_s3.commit.committer`.
+Job commit: :mod:`outcommit.committers.delayed.committer`.
 """

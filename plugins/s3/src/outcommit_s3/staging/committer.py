@@ -4,7 +4,7 @@ A task writes to a local directory. Task commit uploads every file as a multipar
 that it does not complete, and publishes the task's pendingset twice: as its commit
 message, and in a consistent shared directory (the destination's ``__staging_job-<jobId>``
 or ``outcommit.s3.staging.shared-dir``) where an exclusive create and the claim rules of
-:mod:`outcommit_s3.commit.claims` make exactly one attempt per task the committed one.
+:mod:`outcommit.committers.delayed.claims` make exactly one attempt per task the committed one.
 
 ``directory`` applies the conflict mode to the whole destination; ``partitioned`` only to
 the partition directories the job writes (dynamic partition overwrite with ``replace``).
@@ -20,14 +20,14 @@ from typing import Any
 import fsspec
 
 from outcommit import capabilities as caps
+from outcommit.committers.delayed.files import PendingCommit, PendingSet
+from outcommit.committers.delayed.layout import JobLayout
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import DestinationExistsError, TaskCommitError
 from outcommit.parallel import outcomes
 from outcommit.store import Store
 
 from ..commit.committer import MultipartCommitter
-from ..commit.files import PendingCommit, PendingSet
-from ..commit.layout import JobLayout
 from ..settings import STAGING_DIR, STAGING_SHARED_DIR, setting
 
 UNIQUE_FILENAMES = "outcommit.committer.unique-filenames"

@@ -12,8 +12,8 @@ import pytest
 from s3_helpers import outcome, run_task, start
 
 import outcommit
+from outcommit.committers.delayed import pendingsets
 from outcommit.errors import CorruptFileError
-from outcommit_s3.commit import pendingsets
 
 pytestmark = pytest.mark.s3
 

@@ -1,4 +1,4 @@
-"""The outcommit data source on Azurite: the manifest committer (abfs://)."""
+"""The outcommit data source on Azurite: blocklist (the Blob account default) and manifest."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def abfs_dest(azurite: Any) -> str:
     return f"abfs://{CONTAINER}/t-{uuid.uuid4().hex[:8]}"
 
 
-def test_manifest_exactly_once_with_a_failed_first_attempt(spark: Any, azurite: Any,
-                                                           abfs_dest: str) -> None:
+def test_blocklist_exactly_once_with_a_failed_first_attempt(spark: Any, azurite: Any,
+                                                            abfs_dest: str) -> None:
     config = azurite.config()
     df = events(spark, rows=2000, partitions=3)
     (df.write.format("outcommit").mode("append").options(**config)
@@ -39,7 +39,7 @@ def test_manifest_exactly_once_with_a_failed_first_attempt(spark: Any, azurite: 
     assert leftovers(abfs_dest, config) == []
     store = open_store(abfs_dest, config)
     summary = load_success(store, store.join(store.strip(abfs_dest), "_SUCCESS"))
-    assert (summary.committer, summary.success) == ("manifest", True)
+    assert (summary.committer, summary.success) == ("blocklist", True)
     assert summary.diagnostics["selection"] == "default committer for abfs://"
     assert summary.metrics["rows.written"] == 2000
 
@@ -51,7 +51,8 @@ def test_manifest_failed_job_leaves_nothing_visible(spark: Any, azurite: Any, ab
     df = events(spark, rows=1500, partitions=3).withColumn(
         "checked", F.assert_true(F.col("id") != 1499, "poisoned row"))
     with pytest.raises(Exception, match="poisoned row"):
-        df.write.format("outcommit").mode("append").options(**config).save(abfs_dest)
+        (df.write.format("outcommit").mode("append").options(**config)
+           .option("committer", "manifest").save(abfs_dest))
     wait_for_stragglers(spark)
     assert visible_files(abfs_dest, config) == []
     assert leftovers(abfs_dest, config) == []

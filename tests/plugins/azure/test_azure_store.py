@@ -24,14 +24,15 @@ def http_503(message: str) -> BaseException:
     return error
 
 
-def test_blob_account_is_measured_and_manifest_is_the_default(azure_root: str, azure_config: dict) -> None:
+def test_blob_account_is_measured_and_blocklist_is_the_default(azure_root: str, azure_config: dict) -> None:
     store = open_store(azure_root, azure_config)
     assert isinstance(store, AzureStore)
     assert store.hierarchical_namespace is False  # asked the account: Azurite has no HNS
     assert store.capabilities == BLOB_CAPABILITIES
     for scheme in ("abfs", "abfss", "az"):
         url = azure_root.replace("abfs://", f"{scheme}://", 1)
-        assert create_committer(url, azure_config).name == "manifest"
+        assert create_committer(url, azure_config).name == "blocklist"
+        assert create_committer(url, azure_config, "manifest").name == "manifest"
         with pytest.raises(UnsafeCommitterError, match=r"fs\.rename\.directory\.atomic"):
             create_committer(url, azure_config, "v1")
     caps = describe_capabilities(azure_root, azure_config)["capabilities"]

@@ -1,4 +1,4 @@
-"""Run by tests/spark/test_connect.py in its own process: a Spark Connect client session.
+"""Run by tests/core/spark/test_connect.py in its own process: a Spark Connect client session.
 
 argv: server URL, destination URL. Prints one JSON line: what the client saw.
 """

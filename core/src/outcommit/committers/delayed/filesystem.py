@@ -1,4 +1,4 @@
-"""The magic committer's filesystem: tasks stream straight into pending multipart uploads.
+"""The magic filesystem: tasks stream straight into pending uploads (S3 multipart, Azure blocks).
 
 A task writes under ``<dest>/__magic_job-<jobId>/<jobAttempt>/tasks/<attemptId>/__base/``
 through the committer's filesystem. A file opened there becomes a multipart upload to
@@ -25,12 +25,12 @@ from outcommit.context import TaskAttemptContext
 from outcommit.errors import TaskCommitError, UnsupportedWriteError
 from outcommit.paths import is_inside, relative_to
 
-from ..commit.files import PENDING_SUFFIX, PendingCommit
-from ..commit.operations import abortable_commits
+from .files import PENDING_SUFFIX, PendingCommit
+from .operations import abortable_commits
 from .tracker import AttemptUploads
 
 if TYPE_CHECKING:
-    from .committer import MagicCommitter
+    from .magic import MagicCommitterBase as MagicCommitter
 
 MAGIC = "__magic"
 BASE = "__base"
@@ -131,7 +131,8 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             bucket, _, key = self.final_path.partition("/")
             return PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=tuple(etags),
                                  length=length, job_id=self.task.job_id, task_id=self.task.task_id,
-                                 filename=posixpath.basename(self.path))
+                                 filename=posixpath.basename(self.path),
+                                 scheme=self.committer.uri_schemes[0])
 
         if self.tracker is not None:
             # Two requests at most (start + last part), in the background: close() returns.
@@ -194,9 +195,10 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
 
 
 class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
-    """The task's view of S3: magic paths become pending uploads, the rest is plain s3fs."""
+    """The task's view of the store: magic paths become pending uploads, the rest is the
+    store's own filesystem (s3fs, adlfs)."""
 
-    protocol = ("s3", "s3a")
+    protocol = ("s3", "s3a")  # fsspec's registry needs one; paths are stripped by the store
     cachable = False  # one per committer and task, never shared through fsspec's cache
 
     def __init__(self, committer: MagicCommitter, task: TaskAttemptContext,
@@ -210,6 +212,22 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         #: The attempt's in-memory record, when its task commit runs in this process.
         self.tracker = tracker
         self._saved: dict[str, PendingCommit] = {}  # .pending mode: the last upload per path
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> Any:
+        """``s3://b/k``, ``s3a://b/k``, ``abfs://c/k``, ``abfss://c@account.host/k`` -> store path.
+
+        One class serves every store's schemes, so any scheme is stripped (the committer
+        checks every path it acts on against its destination).
+        """
+        if isinstance(path, list):
+            return [cls._strip_protocol(p) for p in path]
+        text = str(path)
+        if "://" in text:
+            text = text.split("://", 1)[1]
+            first, sep, rest = text.partition("/")
+            text = first.split("@", 1)[0] + sep + rest  # abfss://container@account/...
+        return text.rstrip("/")
 
     def saved_upload(self, path: str, commit: PendingCommit) -> None:
         """A .pending saved at ``path``: the upload an earlier write of the path saved is
@@ -226,7 +244,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         if self.tracker is not None:
             self.tracker.shared = True
         return (_rebuild, (self.committer.destination, dict(self.committer.config.to_dict()),
-                           self.task.to_dict()))
+                           self.task.to_dict(), self.committer.name))
 
     def _final(self, path: str) -> str | None:
         return magic_destination(self.committer.dest, self._strip_protocol(path))
@@ -340,13 +358,14 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         self.inner.invalidate_cache(path)
 
 
-def _rebuild(destination: str, config: dict[str, str], task: dict[str, Any]) -> MagicFileSystem:
+def _rebuild(destination: str, config: dict[str, str], task: dict[str, Any],
+             name: str = "magic") -> MagicFileSystem:
     """A task's magic filesystem in another process: its writers save .pending files."""
     from outcommit.factory import create_committer
 
-    from .committer import _rebuilding
+    from .magic import _rebuilding
 
-    committer = create_committer(destination, config, "magic")
+    committer = create_committer(destination, config, name)
     _rebuilding.active = True
     try:
         return committer.filesystem(TaskAttemptContext.from_dict(task))  # type: ignore[no-any-return]

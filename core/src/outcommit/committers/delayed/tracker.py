@@ -23,7 +23,7 @@ from typing import TypeVar
 from outcommit.multipart import MultipartUploads
 from outcommit.paths import is_inside
 
-from ..commit.files import PendingCommit
+from .files import PendingCommit
 
 log = logging.getLogger(__name__)
 

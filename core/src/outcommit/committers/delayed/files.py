@@ -19,12 +19,9 @@ from typing import Any
 from outcommit.errors import ContainmentError, CorruptFileError
 from outcommit.paths import is_hidden, relative_to
 
-from ..multipart import MAX_OBJECT_SIZE, MAX_PART_SIZE, MAX_PARTS
-
 PENDING_SUFFIX = ".pending"
 PENDINGSET_SUFFIX = ".pendingset"
 VERSION = 2
-URI_SCHEMES = ("s3", "s3a", "s3n")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -42,6 +39,8 @@ class PendingCommit:
     uri: str = ""
     filename: str = ""
     created: int = 0
+    #: Scheme of the ``uri`` written when none is given (Hadoop's S3A writes ``s3a``).
+    scheme: str = "s3a"
 
     @property
     def path(self) -> str:
@@ -53,7 +52,7 @@ class PendingCommit:
         return {
             "version": VERSION,
             "filename": self.filename,
-            "uri": self.uri or f"s3a://{self.bucket}/{self.key}",
+            "uri": self.uri or f"{self.scheme}://{self.bucket}/{self.key}",
             "bucket": self.bucket,
             "destinationKey": self.key,
             "uploadId": self.upload_id,
@@ -109,6 +108,12 @@ class Expectations:
     job_id: str
     destination: str            # store path, e.g. bucket/table
     reserved: tuple[str, ...]   # prefixes of top-level names inside the destination no commit may target
+    #: Schemes a pending file's ``uri`` may name (the store's, and Hadoop's spellings of it).
+    uri_schemes: tuple[str, ...] = ("s3", "s3a", "s3n")
+    #: The store's limits: parts per object, bytes per part and per object.
+    max_parts: int = 10_000
+    max_part_size: int = 5 * 1024**3
+    max_object_size: int = 5 * 1024**4
 
 
 def _field(data: Mapping[str, Any], name: str, kind: type, where: str, prefix: str = "") -> Any:
@@ -136,18 +141,18 @@ def parse_commit(data: Any, where: str, expect: Expectations, prefix: str = "") 
     job_id = _field(data, "jobId", str, where, prefix)
     if not upload_id.strip():
         raise CorruptFileError(where, prefix + "uploadId", "is empty")
-    if not 1 <= len(etags) <= MAX_PARTS:
+    if not 1 <= len(etags) <= expect.max_parts:
         raise CorruptFileError(where, prefix + "etags",
-                               f"has {len(etags)} parts; part numbers must be 1..{MAX_PARTS}")
+                               f"has {len(etags)} parts; part numbers must be 1..{expect.max_parts}")
     if not all(isinstance(e, str) and e.strip('"') for e in etags):
         raise CorruptFileError(where, prefix + "etags", "every part etag must be a non-empty string")
     if length < 0:
         raise CorruptFileError(where, prefix + "length", f"is negative ({length})")
-    if length > len(etags) * MAX_PART_SIZE or length > MAX_OBJECT_SIZE:
+    if length > len(etags) * expect.max_part_size or length > expect.max_object_size:
         # Only a tampered file says more than its parts can hold; it would reach metrics.
         raise CorruptFileError(where, prefix + "length",
                                f"{length} bytes cannot be held by {len(etags)} part(s) of at most "
-                               f"{MAX_PART_SIZE} bytes (S3 objects: at most {MAX_OBJECT_SIZE})")
+                               f"{expect.max_part_size} bytes (objects: at most {expect.max_object_size})")
     if job_id != expect.job_id:
         raise CorruptFileError(where, prefix + "jobId",
                                f"belongs to job {job_id!r}, not {expect.job_id!r}")
@@ -176,7 +181,7 @@ def _check_target(data: Mapping[str, Any], bucket: str, key: str, where: str, ex
         raise CorruptFileError(where, prefix + "uri", f"must be str, found {type(uri).__name__}")
     # A uri naming another store or object than bucket/destinationKey is a tampered entry.
     scheme, sep, rest = uri.partition("://")
-    if uri and (not sep or scheme not in URI_SCHEMES or rest != f"{bucket}/{key}"):
+    if uri and (not sep or scheme not in expect.uri_schemes or rest != f"{bucket}/{key}"):
         raise CorruptFileError(where, prefix + "uri", f"{uri!r} disagrees with bucket/destinationKey")
     try:
         relative = relative_to(f"{bucket}/{key}", expect.destination)

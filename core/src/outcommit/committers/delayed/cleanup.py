@@ -17,7 +17,7 @@ from .layout import JobLayout
 from .operations import Logger, abortable_commits
 
 if TYPE_CHECKING:
-    from .committer import MultipartCommitter
+    from .committer import DelayedCompletionCommitter
 
 
 def end_job(layout: JobLayout, job: JobContext) -> None:
@@ -39,7 +39,7 @@ def known_commits(layout: JobLayout, expect: Expectations) -> list[PendingCommit
     return found
 
 
-def teardown(committer: MultipartCommitter, job: JobContext, *, delete_completed: bool,
+def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_completed: bool,
              sweep_destination: bool = True, own_aborts: bool = True, end: bool = True) -> None:
     """End the job, abort its uploads (and the destination's orphans), delete its state.
 

@@ -31,3 +31,15 @@ class TestManifestOnGcsEmulator(CommitterConformance):
     @pytest.fixture
     def destination_root(self, gcs_root: str) -> str:
         return gcs_root
+
+
+class TestManifestOnFakeGcsServer(TestManifestOnGcsEmulator):
+    """The same on fake-gcs-server: manifests published with a server-enforced exclusive create."""
+
+    @pytest.fixture
+    def config(self, fake_gcs_config: dict[str, Any]) -> dict[str, Any]:
+        return fake_gcs_config
+
+    @pytest.fixture
+    def destination_root(self, fake_gcs_root: str) -> str:
+        return fake_gcs_root

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,8 +90,12 @@ class UniqueDestinations:
         self.where = where
         self.seen: set[bytes] = set()
 
-    def add(self, commits: Iterable[PendingCommit]) -> None:
+    def add(self, commits: Iterable[PendingCommit],
+            check: Callable[[PendingCommit], None] | None = None) -> None:
+        """Record ``commits`` (each first passed to ``check``, which may raise)."""
         for commit in commits:
+            if check is not None:
+                check(commit)
             key = hashlib.blake2b(commit.path.encode("utf-8"), digest_size=16).digest()
             if key in self.seen:
                 raise CorruptFileError(self.where, "destinationKey",
@@ -112,7 +116,8 @@ def parse_bytes(data: bytes, where: str, expect: Expectations) -> PendingSet:
 
 
 def from_messages(layout: JobLayout, job: JobContext, messages: Sequence[Mapping[str, Any]],
-                  expect: Expectations, threads: int) -> JobCommits:
+                  expect: Expectations, threads: int,
+                  check: Callable[[PendingCommit], None] | None = None) -> JobCommits:
     """The pendingsets the task messages name, one per task (a task given twice is refused).
 
     Messages carry their commits, or (big tasks) a reference: those pendingsets are fetched
@@ -141,7 +146,7 @@ def from_messages(layout: JobLayout, job: JobContext, messages: Sequence[Mapping
                                    f"task {pendingset.task_id} was given twice "
                                    f"({tasks[pendingset.task_id]} and {attempt_id})")
         tasks[pendingset.task_id] = attempt_id
-        unique.add(pendingset.commits)
+        unique.add(pendingset.commits, check)
         found.append(_loaded(pendingset, where, data))
     return JobCommits(found, expect)
 
@@ -186,7 +191,8 @@ def referenced_bytes(layout: JobLayout, job: JobContext, message: Mapping[str, A
     return data, meta.url(path)
 
 
-def discover(layout: JobLayout, job: JobContext, expect: Expectations, threads: int) -> JobCommits:
+def discover(layout: JobLayout, job: JobContext, expect: Expectations, threads: int,
+             check: Callable[[PendingCommit], None] | None = None) -> JobCommits:
     """One committed pendingset per task found in the job attempt's directory."""
     meta = layout.meta
     task_dirs = [e.path for e in meta.list_dir(layout.pendingsets_dir(job)) if e.is_dir]
@@ -205,6 +211,6 @@ def discover(layout: JobLayout, job: JobContext, expect: Expectations, threads: 
     for result in _in_order(load, task_dirs, min(threads, LOAD_THREADS), "outcommit-discover"):
         if result is not None:
             pendingset, where, data = result
-            unique.add(pendingset.commits)
+            unique.add(pendingset.commits, check)
             found.append(_loaded(pendingset, where, data))
     return JobCommits(found, expect)

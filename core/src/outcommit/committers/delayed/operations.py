@@ -10,14 +10,13 @@ import json
 import logging
 from collections.abc import Collection, Iterable
 
-from outcommit.errors import CommitError, UploadGoneError
+from outcommit.errors import CommitError, DestinationExistsError, UploadGoneError
 from outcommit.multipart import MultipartUploads
 from outcommit.parallel import outcomes
 from outcommit.paths import is_inside, relative_to
 from outcommit.progress import Progress
 from outcommit.store import Store
 
-from ..multipart import multipart_etag
 from .files import Expectations, PendingCommit, salvage_commits
 
 Logger = logging.Logger | logging.LoggerAdapter  # type: ignore[type-arg]
@@ -32,11 +31,16 @@ class CommitOperations:
         self.dest = dest
         self.threads = threads
 
-    def complete_all(self, commits: Collection[PendingCommit], progress: Progress | None = None) -> None:
-        """Complete every upload; the first failures are reported together, nothing is undone."""
+    def complete_all(self, commits: Collection[PendingCommit], progress: Progress | None = None,
+                     if_none_match: bool = False) -> None:
+        """Complete every upload; the first failures are reported together, nothing is undone.
+
+        ``if_none_match``: an object that exists at a target (and is not this upload's own
+        earlier completion) is not replaced, atomically (DestinationExistsError).
+        """
         def complete(commit: PendingCommit) -> str:
             relative_to(commit.path, self.dest)  # containment, again, right before acting
-            return self.mp.complete(commit.path, commit.upload_id, commit.etags)
+            return self.mp.complete(commit.path, commit.upload_id, commit.etags, if_none_match)
 
         failures = []
         for outcome in outcomes(complete, commits, self.threads, "outcommit-complete"):
@@ -44,6 +48,13 @@ class CommitOperations:
                 failures.append((outcome.item, outcome.error))
             if progress is not None:
                 progress.advance()
+        taken = [(c, e) for c, e in failures if isinstance(e, FileExistsError)]
+        if taken:
+            commit, existing = taken[0]
+            raise DestinationExistsError(
+                f"{len(taken)} files appeared in the destination during job commit, e.g. "
+                f"{self.store.url(commit.path)}, and the conflict mode is 'fail': they were not "
+                "replaced. abort_job removes what this job completed") from existing
         if failures:
             commit, error = failures[0]
             raise CommitError(f"{len(failures)} of {len(commits)} uploads could not be completed, e.g. "
@@ -72,9 +83,7 @@ class CommitOperations:
 
     def is_completed(self, commit: PendingCommit) -> bool:
         """Does the destination object carry exactly these parts (completed by this job)?"""
-        expected = multipart_etag(commit.etags) if commit.etags else None
-        current = self.store.info(commit.path)
-        return current is not None and expected is not None and current.etag == expected
+        return bool(commit.etags) and self.mp.holds(commit.path, commit.upload_id, commit.etags)
 
     def check_completable(self, commits: Collection[PendingCommit]) -> None:
         """Before old data is deleted: every upload is still pending (or already ours).

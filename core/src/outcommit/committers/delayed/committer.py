@@ -1,0 +1,331 @@
+"""The base of the committers that complete delayed uploads at job commit (magic, staging, blocklist).
+
+Task commit publishes the attempt's pendingset (its uploads) under the attempt's own name
+with an exclusive create, so no attempt can overwrite another's nor change its own after
+publishing, and claims the task (:mod:`.claims`). Job commit — :meth:`commit_job`, the
+one place it happens — loads the committed pendingsets (:mod:`.pendingsets`), records
+that it began, applies the conflict mode (:mod:`.conflicts`), completes every upload
+(:mod:`.operations`), ends the job for its writers and sweeps what nobody will complete
+(:mod:`.cleanup`, :mod:`.sweep`), writes ``_SUCCESS``, and deletes the job's state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+from outcommit import capabilities as caps
+from outcommit.capabilities import Capabilities
+from outcommit.committer import Committer
+from outcommit.context import JobContext, TaskAttemptContext
+from outcommit.errors import (
+    CommitError,
+    ConfigError,
+    CorruptCommitDataError,
+    CorruptFileError,
+    JobCommitError,
+    TaskCommitError,
+)
+from outcommit.multipart import MultipartUploads
+from outcommit.paths import is_inside
+from outcommit.progress import Progress
+from outcommit.store import Store
+from outcommit.success import SuccessData
+
+from . import claims, cleanup, conflicts, pendingsets
+from . import sweep as sweeping
+from .files import Expectations, PendingCommit, PendingSet, digest
+from .layout import RESERVED, JobLayout
+from .operations import CommitOperations, abortable_commits
+from .pendingsets import JobCommits
+from .sweep import Sweep
+
+
+class DelayedCompletionCommitter(Committer):
+    """Base of the committers that complete delayed uploads at job commit.
+
+    A store binding says which optional interface carries the uploads
+    (:meth:`open_uploads`: S3 multipart uploads, Azure block lists), which capability
+    that needs (``requires``) and the names of its two settings.
+    """
+
+    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION,)
+    capabilities = Capabilities.of(
+        caps.TASK_COMMIT_REPEATABLE,
+        caps.JOB_COMMIT_REPEATABLE,
+        caps.JOB_RECOVERABLE,
+        caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT,
+        # Pendingsets are per attempt; job commit completes exactly the messages' uploads.
+        caps.TASK_COMMIT_ISOLATED,
+    )
+    #: First name component of the job directory (``__magic_job-``, ``__staging_job-``).
+    job_dir_prefix: ClassVar[str] = ""
+    #: The conflict mode applies to the whole destination or to the partitions written.
+    conflict_scope: ClassVar[conflicts.Scope] = "destination"
+    #: Key: abort every pending upload under the destination at job commit/abort (the sweep).
+    abort_pending_key: ClassVar[str] = ""
+    #: Key: task messages carry up to this many commits inline, else a digest-checked reference.
+    inline_limit_key: ClassVar[str] = ""
+    #: Complete with ``If-None-Match: *`` when the conflict mode is ``fail``: a file that
+    #: appears after the destination was checked is never replaced.
+    exclusive_completion: ClassVar[bool] = False
+    #: Schemes a pending file's ``uri`` may name; the first is the one written.
+    uri_schemes: ClassVar[tuple[str, ...]] = ("s3a", "s3", "s3n")
+
+    def __init__(self, destination: str, store: Store, config: Any = None) -> None:
+        super().__init__(destination, store, config)
+        # 'a/../b' or 'a//b' names a different key on S3 than a reader expects, and no
+        # containment check can hold against it: refused before anything is written.
+        if any(part in ("", ".", "..") for part in self.dest.split("/")):
+            raise ConfigError(f"destination {destination!r} has an empty, '.' or '..' path component")
+        mp = self.open_uploads(store)
+        if mp is None:
+            raise CommitError(f"{self.name} needs {', '.join(self.requires)}; {store!r} has none")
+        self.mp = mp
+        self.ops = CommitOperations(store, mp, self.dest, self.threads)
+        self.abort_pending = (self.config.get_bool(self.abort_pending_key, True)
+                              if self.abort_pending_key else False)
+        self.inline_limit = (self.config.get_int(self.inline_limit_key, 200, minimum=0)
+                             if self.inline_limit_key else 200)
+
+    def open_uploads(self, store: Store) -> MultipartUploads | None:
+        """The store's delayed-completion interface this committer completes (S3 multipart)."""
+        return store.multipart()
+
+    # -- where the job's state lives -------------------------------------------------------------
+    @property
+    def meta(self) -> Store:
+        """The store holding pendingsets and markers (staging may use a shared one)."""
+        return self.store
+
+    def layout(self, job: JobContext) -> JobLayout:
+        return JobLayout.of(self.meta, self.dest, self.job_dir_prefix, job.job_id)
+
+    def expectations(self, job: JobContext) -> Expectations:
+        return Expectations(job_id=job.job_id, destination=self.dest, reserved=RESERVED,
+                            uri_schemes=self.uri_schemes, max_parts=self.mp.max_parts,
+                            max_part_size=self.mp.max_part_size,
+                            max_object_size=self.mp.max_object_size)
+
+    # -- job lifecycle ------------------------------------------------------------------------------
+    def setup_job(self, job: JobContext) -> None:
+        if self.conflict_scope == "destination":
+            self.check_destination_free()
+        layout = self.layout(job)
+        self.meta.save_json(layout.marker(job), {"jobId": job.job_id, "jobAttempt": job.attempt,
+                                                 "committer": self.name, "destination": self.destination})
+        self.logger(job).info("set up job attempt %d (%s)", job.attempt, layout.attempt_dir(job))
+
+    def require_job(self, job: JobContext, error: type[CommitError]) -> None:
+        if not self.meta.exists(self.layout(job).marker(job)):
+            raise error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
+                        "it was never set up, or it has already been committed or aborted")
+
+    def _require_committable(self, job: JobContext) -> None:
+        """Job commit may go on where an interrupted one ended the job for its writers."""
+        try:
+            self.require_job(job, JobCommitError)
+        except JobCommitError:
+            if not self.meta.exists(self.layout(job).commit_started(job)):
+                raise
+
+    # -- task commit --------------------------------------------------------------------------------
+    def publish_task(self, task: TaskAttemptContext, pendingset: PendingSet) -> dict[str, Any]:
+        """Publish the attempt's pendingset, claim the task, return the commit message.
+
+        On any failure the attempt's uploads are aborted: nothing of it can be committed.
+        """
+        log = self.logger(task)
+        layout = self.layout(task.job)
+        path = layout.pendingset(task.job, task.task_id, task.attempt_id)
+        created: list[str] = []  # files this call created: removed again if it fails
+        try:
+            # Write, then check: no liveness check before publishing (a stale attempt's
+            # files are removed again below), one after it.
+            data = pendingset.to_bytes()
+            try:
+                self.meta.create_exclusive(path, data)
+                created.append(path)
+            except FileExistsError:
+                data = self._already_published(path, pendingset)
+            created += claims.claim(layout, task, logger=log)
+            # The job may have been committed or aborted while we uploaded: then nothing of
+            # ours may stay pending (a late attempt must never leak).
+            self.require_job(task.job, TaskCommitError)
+        except BaseException:
+            self.ops.abort(pendingset.commits, log)
+            # A late attempt's files would recreate a finished job's directory: a stray job
+            # directory protects the uploads under the destination from every sweep.
+            for leftover in created:
+                try:
+                    self.meta.delete(leftover)
+                except Exception:
+                    log.warning("could not delete %s", self.meta.url(leftover), exc_info=True)
+            raise
+        message = pendingset.to_dict()
+        message.update({"jobAttempt": task.job.attempt, "pendingset": self.meta.url(path),
+                        "sha256": digest(data), "files": len(pendingset.commits),
+                        "bytes": pendingset.length})
+        if len(pendingset.commits) > self.inline_limit:
+            # Big tasks: the message carries a digest-checked reference, not 1000s of entries.
+            del message["commits"]
+        log.info("committed task %s: %d files, %d bytes pending", task.attempt_id,
+                 len(pendingset.commits), pendingset.length)
+        return message
+
+    def _already_published(self, path: str, pendingset: PendingSet) -> bytes:
+        """A retried task commit of this same attempt: fine if it says the same."""
+        existing = self.meta.load_json(path)
+        commits = existing.get("commits") if isinstance(existing, dict) else None
+        if not isinstance(commits, list) or \
+                [c.get("uploadId") if isinstance(c, dict) else None for c in commits] != \
+                [c.upload_id for c in pendingset.commits]:
+            raise TaskCommitError(f"{self.meta.url(path)} was already published with other "
+                                  "uploads: this attempt's task commit cannot be repeated") from None
+        return self.meta.read_bytes(path)
+
+    def allow_task_commit(self, task: TaskAttemptContext) -> None:
+        """The driver's record that ``task`` (this attempt) is the one allowed to commit.
+
+        Job commit without messages then commits this attempt's pendingset and no other,
+        also when an earlier attempt claimed the task and failed (HADOOP-17258).
+        """
+        claims.allow(self.layout(task.job), task)
+
+    def recover_task(self, task: TaskAttemptContext) -> bool:
+        """Carry the task's committed pendingset of the previous job attempt into this one."""
+        if task.job.attempt == 0:
+            return False
+        self.require_job(task.job, TaskCommitError)
+        layout, previous = self.layout(task.job), task.job.attempt - 1
+        chosen = claims.choose(self.meta, layout.task_dir(task, previous))
+        if chosen is None:
+            return False
+        data = self.meta.read_bytes(chosen)
+        pendingset = pendingsets.parse_bytes(data, self.meta.url(chosen), self.expectations(task.job))
+        try:  # under the same name in this job attempt's directory
+            self.meta.create_exclusive(self.meta.join(layout.task_dir(task), chosen.rpartition("/")[2]),
+                                       data)
+        except FileExistsError:
+            pass
+        claims.claim(layout, task, pendingset.attempt_id)
+        self.logger(task).info("recovered task %s (%d files) from job attempt %d", task.task_id,
+                               len(pendingset.commits), previous)
+        return True
+
+    def abort_published(self, task: TaskAttemptContext) -> None:
+        """Abort the uploads of this attempt's published pendingset and release its claim."""
+        layout = self.layout(task.job)
+        path = layout.pendingset(task.job, task.task_id, task.attempt_id)
+        try:
+            commits = abortable_commits(self.meta, path, self.expectations(task.job))
+        except FileNotFoundError:
+            return
+        self.ops.abort(commits, self.logger(task))
+        claims.release(layout, task)
+        self.meta.delete(path)
+
+    # -- job commit ---------------------------------------------------------------------------------
+    def commit_job(self, job: JobContext,
+                   messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
+        started = self.commit_started()
+        log = self.logger(job)
+        self._require_committable(job)
+        layout, expect = self.layout(job), self.expectations(job)
+        commits: JobCommits | None = None
+
+        def check_parts(commit: PendingCommit) -> None:  # part ids the upload cannot have made
+            try:
+                self.mp.check_parts(commit.upload_id, commit.etags)
+            except ValueError as exc:
+                raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
+
+        try:
+            # Validated in full before anything is acted on; held compressed, streamed after.
+            commits = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
+                       if messages is not None
+                       else pendingsets.discover(layout, job, expect, self.threads, check_parts))
+            self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
+            removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
+                                        self.destination, log)
+            progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
+            try:
+                self.ops.complete_all(commits, progress, if_none_match=self.exclusive_completion
+                                      and self.conflict_mode == "fail")
+            finally:
+                progress.close()
+            # The output is complete and visible: nothing below may fail the commit. The job
+            # ends for its writers first, so that a straggler closing a file now either
+            # aborts its own upload or has saved it where the listings below find it.
+            cleanup.end_job(layout, job)
+            metrics, diagnostics = self._after_completion(job)
+            summary = self.write_success(
+                job, (self.store.url(c.path) for c in commits),
+                metrics={"tasks.committed": commits.tasks, "bytes.committed": commits.length,
+                         "conflict.deleted": removed, **metrics,
+                         "commit.duration.ms": int((time.monotonic() - started) * 1000)},
+                diagnostics=diagnostics)
+        except CorruptFileError as exc:
+            failed = self.failed_commit(job, exc, started, self._urls(commits))
+            raise CorruptCommitDataError(str(failed), failed.summary, exc) from exc
+        except Exception as exc:
+            raise self.failed_commit(job, exc, started, self._urls(commits)) from exc
+        # Every upload of this job is now complete or aborted (by the sweep, or above).
+        cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False,
+                         end=False)  # end_job above already deleted the markers
+        log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
+        return summary
+
+    def _urls(self, commits: JobCommits | None) -> Iterator[str]:
+        return (self.store.url(c.path) for c in commits or ())
+
+    def _after_completion(self, job: JobContext) -> tuple[dict[str, int], dict[str, str]]:
+        """Sweep pending uploads under the destination, or report what stays pending.
+
+        A failed sweep must not fail a job whose output is complete; a skipped or disabled
+        one must not leave uploads pending silently (they cost storage until aborted).
+        """
+        log, layout = self.logger(job), self.layout(job)
+        state = f"disabled ({self.abort_pending_key}=false)" if self.abort_pending_key else \
+            "not applicable"
+        if self.abort_pending:
+            try:
+                result = self.sweep(job)
+                if not result.skipped:
+                    return {"uploads.aborted.other": result.aborted}, {"uploads.sweep": "done"}
+                state = (f"skipped {result.skipped} uploads that may belong to live jobs "
+                         f"({', '.join(result.owners[:3])})")
+            except Exception as exc:
+                log.warning("aborting pending uploads under %s failed", self.destination, exc_info=True)
+                state = f"failed: {type(exc).__name__}: {exc}"
+        try:  # this job's own leftovers (uncommitted attempts), which no sweep covered
+            if self.mp.abortable:
+                self.ops.abort(cleanup.known_commits(layout, self.expectations(job)), log)
+        except Exception:
+            log.warning("aborting the job's uncommitted uploads failed", exc_info=True)
+        try:
+            remaining = sum(1 for p in self.mp.list_pending(self.dest + "/")
+                            if is_inside(p.path, self.dest))
+        except Exception:
+            log.warning("could not list pending uploads under %s", self.destination, exc_info=True)
+            remaining = -1
+        if remaining:
+            log.warning("%s uploads remain pending under %s (sweep %s): see 'outcommit uploads list "
+                        "%s'", "some" if remaining < 0 else remaining, self.destination, state,
+                        self.destination)
+        return {"uploads.pending.remaining": remaining}, {"uploads.sweep": state}
+
+    # -- abort and cleanup ----------------------------------------------------------------------------
+    def sweep(self, job: JobContext) -> Sweep:
+        """Abort the pending uploads under the destination that no live job may own."""
+        return sweeping.sweep(self.ops, self.layout(job).root, self.destination, self.logger(job))
+
+    def abort_job(self, job: JobContext) -> None:
+        cleanup.teardown(self, job, delete_completed=True)
+
+    def cleanup_job(self, job: JobContext) -> None:
+        cleanup.teardown(self, job, delete_completed=False)
+
+    def cleanup_local(self, job: JobContext) -> None:
+        """Remove local state of the job (staging directories)."""
