@@ -103,9 +103,10 @@ GENERATED = (("configuration.md", "config-keys", markdown_table),)
 
 def generated_sections() -> list[tuple[str, str, str]]:
     """(doc file, section name, its generated text), for the docs and their test."""
-    from .spark.options import options_markdown
+    from .spark.options import options_markdown, stream_options_markdown
 
-    return [*((f, n, g()) for f, n, g in GENERATED), ("pyspark.md", "write-options", options_markdown())]
+    return [*((f, n, g()) for f, n, g in GENERATED), ("pyspark.md", "write-options", options_markdown()),
+            ("streaming.md", "stream-options", stream_options_markdown())]
 
 
 def render(text: str, name: str, body: str) -> str:

@@ -6,6 +6,12 @@ there: ``_temporary/`` (v1, manifest), ``__magic_job-*/`` (magic), ``.pending`` 
 ``.``; a recursive glob (``dest/**/*.parquet`` in DuckDB or Polars) does not, and reads
 the in-flight files of a running job. :func:`committed_files` applies Spark's rule, and
 refuses a destination no job has committed.
+
+A streaming destination (``df.writeStream.format("outcommit")``) has no ``_SUCCESS``: its
+batch log (``_outcommit_log/``) names the committed batches' files, and the files of a
+batch whose commit was interrupted sit beside them, not hidden, until the query's restart
+rolls them back. Both functions here read such a destination through its batch log
+(``outcommit.streaming.committed_files`` / ``dataset``), whatever ``require_success`` says.
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ from typing import Any
 
 from .errors import CorruptFileError, NotCommittedError
 from .factory import open_store
+from .streaming.reader import committed_files as streaming_files
+from .streaming.reader import dataset as streaming_dataset
+from .streaming.reader import has_batch_log
 from .success import SUCCESS_FILE, SuccessData, load_success
 
 
@@ -46,9 +55,14 @@ def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
 
     The ``v2`` and ``direct`` committers put files in place before the job commits: while
     such a job runs, its files are listed too (see docs/reading.md).
+
+    A streaming destination (it has a batch log) is read through its log: exactly the
+    committed batches' files, checked as present, sorted (module docs).
     """
     store = open_store(url, config)
     base = store.strip(url).rstrip("/")
+    if has_batch_log(store, base):
+        return sorted(streaming_files(url, config))
     report: SuccessData | None = None
     if require_success:
         marker = f"{base}/{SUCCESS_FILE}"
@@ -75,11 +89,14 @@ def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
 def dataset(url: str, config: Mapping[str, Any] | None = None, *, format: str = "parquet",
             partitioning: str | None = "hive", require_success: bool = True) -> Any:
     """A ``pyarrow.dataset.Dataset`` of exactly :func:`committed_files`, with Hive-style
-    partition columns (``partitioning=None`` for none) read from the directory names."""
+    partition columns (``partitioning=None`` for none) read from the directory names.
+    A streaming destination: ``outcommit.streaming.dataset`` (module docs)."""
     import pyarrow.dataset as ds
 
     store = open_store(url, config)
     base = store.strip(url).rstrip("/")
+    if has_batch_log(store, base):
+        return streaming_dataset(url, config, format=format, partitioning=partitioning)
     paths = [store.strip(f) for f in committed_files(url, config, require_success=require_success)]
     paths = [p for p in paths if not p.endswith(("/_metadata", "/_common_metadata"))]
     return ds.dataset(paths, filesystem=store.fs, format=format,

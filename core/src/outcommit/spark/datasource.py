@@ -122,17 +122,30 @@ class OutcommitDataSource(DataSource):  # type: ignore[misc]
             plan = build_plan(self.options, overwrite, self.spark_conf)
             return OutcommitWriter(plan, schema)
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
+        """``df.writeStream.format("outcommit")``: see :mod:`outcommit.spark.streaming`."""
+        from .options import build_stream_plan
+        from .streaming import OutcommitStreamWriter
+
+        plan = build_stream_plan(self.options, overwrite, self.spark_conf)
+        check_partition_columns(plan.write, schema)
+        return OutcommitStreamWriter(plan)
+
+
+def check_partition_columns(plan: WritePlan, schema: StructType) -> None:
+    missing = [c for c in plan.partition_by if c not in schema.fieldNames()]
+    if missing:
+        raise OptionError(f"partitionBy names columns the data does not have: {', '.join(missing)} "
+                          f"(columns: {', '.join(schema.fieldNames())})")
+    if plan.partition_by and len(plan.partition_by) == len(schema.fieldNames()):
+        raise OptionError("partitionBy names every column: no data would be left in the files")
+
 
 class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
     """Created on the driver (job setup); pickled to every task attempt."""
 
     def __init__(self, plan: WritePlan, schema: StructType) -> None:
-        missing = [c for c in plan.partition_by if c not in schema.fieldNames()]
-        if missing:
-            raise OptionError(f"partitionBy names columns the data does not have: {', '.join(missing)} "
-                             f"(columns: {', '.join(schema.fieldNames())})")
-        if plan.partition_by and len(plan.partition_by) == len(schema.fieldNames()):
-            raise OptionError("partitionBy names every column: no data would be left in the files")
+        check_partition_columns(plan, schema)
         # Created here first: an unknown or unsafe committer fails before any task runs.
         committer = create_committer(plan.destination, plan.config, plan.committer)
         job = plan.job_context()

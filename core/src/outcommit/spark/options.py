@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import CORE_ALIASES, CORE_KEYS, Config
 from ..context import SPARK_JOB_UUID_KEY, JobContext
+from ..engine.tasks import WriteSettings
 from ..engine.writer import FORMATS
 from ..errors import OptionError
 
@@ -127,6 +128,10 @@ class WritePlan:
     conflict_reason: str = ""
     fail_task_once: int | None = None
 
+    def settings(self) -> WriteSettings:
+        return WriteSettings(self.fmt, self.partition_by, self.max_rows_per_file,
+                             self.max_bytes_per_file, dict(self.file_options))
+
     def job_context(self, job_id: str | None = None) -> JobContext:
         """A new job (a fresh UUID unless Spark's writeJobUUID is in the config)."""
         return JobContext(self.destination, job_id, 0, Config(self.config),
@@ -198,3 +203,75 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
         max_bytes_per_file=_int_option(lowered, "maxbytesperfile", 0),
         file_options=file_options, conflict_mode=mode, conflict_reason=reason,
         fail_task_once=int(fail_once) if fail_once not in (None, "") else None)
+
+
+# Options of the streaming sink on top of the write options (Spark passes checkpointLocation on).
+STREAM_OPTIONS: dict[str, tuple[str, str]] = {
+    "checkpointLocation": ("required by Spark", "the query's checkpoint (Spark's; the sink keeps its "
+                                                "own batch log in the destination)"),
+    "compactInterval": ("10", "every N-th batch the log is compacted into one file "
+                              "(Spark's `fileSink.log.compactInterval`)"),
+}
+
+
+def stream_options_markdown() -> str:
+    """The option table of ``docs/streaming.md``: the write options, then the sink's own."""
+    path_default, path_meaning = DATA_SOURCE_OPTIONS["path"]
+    options = {**DATA_SOURCE_OPTIONS,
+               "path": (path_default, path_meaning.replace("`.save(url)`", "`.start(url)`")),
+               "conflictMode": ("`append`", "every micro-batch appends: `append` is the only mode"),
+               **STREAM_OPTIONS}
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{name}` | {default} | {meaning} |" for name, (default, meaning) in options.items()]
+    rows.append("| `outcommit.*`, `fs.*`, `mapreduce.*`, `spark.hadoop.*` | | committer and store "
+                "config for this query only (wins over the session config) |")
+    return "\n".join(rows) + "\n"
+
+
+# Test hooks, not user options: stop the query at a point (where a test SIGKILLs it).
+PAUSE_AT_OPTION = "_pauseat"
+HOOKS_DIR_OPTION = "_hooksdir"
+PAUSE_POINTS = ("write", "commit-job-committed", "commit-logged")
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """A streaming write: the write plan, the log's compaction interval, the test hooks."""
+
+    write: WritePlan
+    compact_interval: int = 10
+    pause_point: tuple[str, int] | None = None
+    hooks_dir: str = ""
+
+
+def build_stream_plan(options: Mapping[str, str], overwrite: bool,
+                      spark_conf: Mapping[str, str] | None = None) -> StreamPlan:
+    """The plan of ``df.writeStream.format("outcommit")``: append only, one job per micro-batch."""
+    lowered = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    if overwrite:
+        raise OptionError("the outcommit streaming sink supports the append output mode only "
+                          "(as Spark's file sink): complete and update modes would rewrite the "
+                          "destination every batch")
+    mode = lowered.get("conflictmode", "append").strip().lower()
+    if mode != "append":
+        raise OptionError(f"conflictMode={mode!r}: a streaming sink appends every micro-batch; "
+                          "only conflictMode=append is possible")
+    interval = _int_option(lowered, "compactinterval", 10)
+    if interval < 1:
+        raise OptionError("option compactInterval must be >= 1")
+    pause = lowered.get(PAUSE_AT_OPTION, "").strip()
+    pause_point: tuple[str, int] | None = None
+    if pause:
+        point, _, batch = pause.rpartition(":")
+        if point not in PAUSE_POINTS or not batch.isdigit():
+            raise OptionError(f"{PAUSE_AT_OPTION}={pause!r}: use <point>:<batchId>, point one of "
+                              f"{', '.join(PAUSE_POINTS)}")
+        pause_point = (point, int(batch))
+    hooks_dir = lowered.get(HOOKS_DIR_OPTION, "")
+    if pause_point and not hooks_dir:
+        raise OptionError(f"{PAUSE_AT_OPTION} needs {HOOKS_DIR_OPTION}")
+    stream_only = {name.lower() for name in STREAM_OPTIONS} | {PAUSE_AT_OPTION, HOOKS_DIR_OPTION}
+    write_options = {k: v for k, v in lowered.items() if k not in stream_only}
+    write_options["conflictmode"] = "append"
+    plan = build_plan(write_options, False, spark_conf)
+    return StreamPlan(plan, interval, pause_point, hooks_dir)

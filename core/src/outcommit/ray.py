@@ -1,0 +1,273 @@
+"""Ray Data: ``ds.write_datasink(outcommit.ray.Datasink(url, ...))`` through a committer.
+
+    import outcommit.ray
+    ds.write_datasink(outcommit.ray.Datasink("s3://bucket/table", partition_by=["date"]),
+                      ray_remote_args={"max_retries": 3})
+
+The lifecycle is the protocol's (docs/protocol.md, engines' duties):
+
+- ``__init__`` (driver): the committer is created, so an unknown or unsafe one fails
+  before any task runs;
+- ``on_write_start`` (driver): job setup;
+- ``write`` (a Ray task): one task attempt. Ray tasks cannot ask the driver for
+  permission to commit, so the attempt commits itself only where the committer's task
+  commit is isolated (magic, staging, manifest); otherwise (v1, v2) it only writes
+  (``outcommit.engine.tasks``). It returns its result, which Ray hands to the driver
+  only for the attempt that succeeded;
+- ``on_write_complete`` (driver): the attempts waiting for the driver are committed, then
+  the job, with exactly the returned attempts' messages. A retried task's failed
+  attempts (a crashed worker leaves its files, or its pending uploads) are no message:
+  job commit and cleanup remove them;
+- ``on_write_failed`` (driver): abort and cleanup.
+
+A failed write does not wait for its other tasks: Ray Data cancels them (an interrupt,
+not a wait) and calls ``on_write_failed`` at once, so a task may still be writing when
+the job is aborted, and a file it closes afterwards would outlive the abort. So the
+driver marks the job aborted (a key in Ray's GCS key-value store) before it aborts, and
+a task checks that mark after writing (write, then check): a task that saw no mark
+wrote everything before the abort began, which removes it; a task that sees the mark
+aborts and cleans up the job itself (both idempotent) and fails. A task that sees the
+mark before writing writes nothing.
+
+Ray is imported only when ``Datasink`` is first used: ``outcommit`` never needs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import secrets
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .committer import Committer
+from .context import JobContext
+from .engine.tasks import AttemptResult, WriteSettings, job_messages, write_attempt
+from .engine.writer import FORMATS
+from .errors import CommitError, ConfigError, InjectedFailure
+from .factory import create_committer, open_store
+from .store import Store
+from .success import SuccessData
+
+log = logging.getLogger("outcommit.ray")
+
+__all__ = ["Datasink", "DatasinkBase", "task_attempt_number"]
+
+_STORES: dict[tuple[str, tuple[tuple[str, str], ...]], Store] = {}
+
+
+def _store(destination: str, config: dict[str, str]) -> Store:
+    """One store (and its client) per destination and config in each worker process."""
+    key = (destination, tuple(sorted(config.items())))
+    if key not in _STORES:
+        _STORES[key] = open_store(destination, config)
+    return _STORES[key]
+
+
+def task_attempt_number() -> int:
+    """The running Ray task's attempt number (0, then 1 for its first retry, ...).
+
+    Ray's public runtime context does not tell it; its core worker does. Where that is
+    not available, a random number: attempts need distinct numbers, not consecutive ones.
+    """
+    try:
+        import ray
+
+        worker: Any = ray._private.worker.global_worker
+        return int(worker.core_worker.get_current_task_attempt_number())
+    except Exception:
+        return secrets.randbelow(1 << 30) + 1000
+
+
+_KV_NAMESPACE = "outcommit"
+
+
+def _abort_key(job_id: str) -> bytes:
+    return f"aborted/{job_id}".encode()
+
+
+def _mark_aborted(job_id: str) -> bool:
+    """Record in Ray's GCS that ``job_id`` is aborted (module docs); False where Ray cannot."""
+    try:
+        from ray.experimental import internal_kv
+
+        kv: Any = internal_kv  # Ray's key-value functions are untyped
+        if not kv._internal_kv_initialized():
+            return False
+        kv._internal_kv_put(_abort_key(job_id), b"1", namespace=_KV_NAMESPACE)
+        return True
+    except Exception:
+        log.warning("could not mark job %s aborted in Ray's GCS: a task still writing may leave "
+                    "files behind", job_id, exc_info=True)
+        return False
+
+
+def _is_aborted(job_id: str) -> bool:
+    try:
+        from ray.experimental import internal_kv
+
+        kv: Any = internal_kv
+        return bool(kv._internal_kv_initialized()
+                    and kv._internal_kv_exists(_abort_key(job_id), namespace=_KV_NAMESPACE))
+    except Exception:
+        return False
+
+
+class DatasinkBase:
+    """The committer lifecycle of a Ray Data write (see the module docs); ``Datasink`` adds
+    Ray's base class."""
+
+    def __init__(self, destination: str, *, committer: str | None = None,
+                 config: Mapping[str, Any] | None = None, format: str = "parquet",
+                 partition_by: Sequence[str] = (), max_rows_per_file: int = 0,
+                 max_bytes_per_file: int = 0, file_options: Mapping[str, Any] | None = None,
+                 fail_task_once: int | None = None, failure: str = "crash") -> None:
+        if format not in FORMATS:
+            raise ConfigError(f"format={format!r}: use one of {', '.join(FORMATS)}")
+        if failure not in ("crash", "raise"):
+            raise ConfigError(f"failure={failure!r}: 'crash' or 'raise'")
+        self.destination = destination
+        self.config = {str(k): str(v) for k, v in (config or {}).items()}
+        # Created on the driver first: an unknown or unsafe committer fails before any task.
+        created = create_committer(destination, self.config, committer)
+        self.committer_name = created.name
+        self.selection = created.selection
+        self.settings = WriteSettings(format, tuple(partition_by), max_rows_per_file, max_bytes_per_file,
+                                      dict(file_options or {}))
+        #: Test hook: attempt 0 of this task dies after writing a file, without cleaning
+        #: up ("crash": its worker process exits, as a lost node; "raise": an exception).
+        self.fail_task_once = fail_task_once
+        self.failure = failure
+        self.job: dict[str, Any] = {}
+        self.summary: SuccessData | None = None
+        self.results: list[AttemptResult] = []
+        self._started = 0.0
+
+    def _committer(self) -> tuple[Committer, JobContext]:
+        if not self.job:
+            raise CommitError("the outcommit Datasink's job was not set up: use it through "
+                              "Dataset.write_datasink, which calls on_write_start first")
+        committer = create_committer(self.destination, self.config, self.committer_name,
+                                     store=_store(self.destination, self.config))
+        committer.selection = self.selection
+        return committer, JobContext.from_dict(self.job)
+
+    # -- driver -----------------------------------------------------------------------------------
+    def on_write_start(self, schema: Any = None) -> None:
+        # A new job for every write (the tasks get this object as it is after this call,
+        # measured with Ray 2.60): a Datasink may be used twice.
+        self.job = JobContext(self.destination, config=self.config).to_dict()
+        committer, job = self._committer()
+        self._started = time.monotonic()
+        committer.setup_job(job)
+        log.info("job %s: writing %s with %s (%s)", job.job_id, self.destination, committer.name,
+                 committer.selection)
+
+    def on_write_complete(self, write_result: Any) -> None:
+        returns = write_result.write_returns if hasattr(write_result, "write_returns") else write_result
+        results = [r for r in returns if isinstance(r, AttemptResult)]
+        committer, job = self._committer()
+        try:
+            committer.add_metrics({
+                "rows.written": sum(r.rows for r in results),
+                "files.written": sum(len(r.files) for r in results),
+                "bytes.written": sum(r.bytes for r in results),
+                "ray.tasks": len(results),
+                "ray.task.retries": sum(1 for r in results if r.attempt > 0)})
+            self.summary = committer.commit_job(job, job_messages(committer, job, results))
+        except BaseException:
+            log.error("job %s: job commit to %s failed: aborting", job.job_id, self.destination)
+            committer.abort_job(job)
+            committer.cleanup_job(job)
+            raise
+        self.results = sorted(results, key=lambda r: r.task_index)
+        log.info("job %s: committed %s: %d files, %d rows from %d tasks (%d retried) in %.1f s",
+                 job.job_id, self.destination, sum(len(r.files) for r in results),
+                 sum(r.rows for r in results), len(results),
+                 sum(1 for r in results if r.attempt > 0), time.monotonic() - self._started)
+
+    def on_write_failed(self, error: Exception) -> None:
+        try:
+            committer, job = self._committer()
+            log.warning("job %s: the write to %s failed (%s): aborting", job.job_id, self.destination,
+                        error)
+            # First the mark: a task still writing checks it after its last write.
+            _mark_aborted(job.job_id)
+            # Every attempt's leftovers, also those of attempts that died without a result.
+            committer.abort_job(job)
+            committer.cleanup_job(job)
+        except Exception:  # abort never raises: Ray is already reporting the real failure
+            log.warning("abort of job %s failed", self.job.get("jobId"), exc_info=True)
+
+    # -- task attempt -----------------------------------------------------------------------------
+    def write(self, blocks: Iterable[Any], ctx: Any) -> AttemptResult:
+        committer, job = self._committer()
+        index, attempt = int(ctx.task_idx), task_attempt_number()
+        fail_now = self.fail_task_once == index and attempt == 0
+
+        def on_file(seq: int, relative: str, closed: int) -> None:
+            if fail_now and closed >= 1:
+                if self.failure == "crash":
+                    os._exit(17)  # the worker dies mid-write: nothing is cleaned up
+                raise InjectedFailure(f"injected failure: Ray task {index} attempt {attempt} "
+                                      f"dies after writing {closed} file(s)")
+
+        if _is_aborted(job.job_id):
+            raise CommitError(f"job {job.job_id} was aborted: task {index} writes nothing")
+        try:
+            result = write_attempt(committer, job.task_attempt(index, attempt), _arrow_batches(blocks),
+                                   self.settings, on_file)
+            if fail_now:
+                on_file(0, "", max(1, len(result.files)))
+        finally:
+            aborted = _is_aborted(job.job_id)  # write, then check (module docs)
+            if aborted:
+                log.warning("job %s was aborted while task %d attempt %d wrote: cleaning up after it",
+                            job.job_id, index, attempt)
+                committer.abort_job(job)
+                committer.cleanup_job(job)
+        if aborted:
+            raise CommitError(f"job {job.job_id} was aborted while task {index} wrote: its output "
+                              f"is removed")
+        return result
+
+    def get_name(self) -> str:
+        return "Outcommit"
+
+
+if TYPE_CHECKING:  # at run time, __getattr__ builds it on Ray Data's base class
+    Datasink = DatasinkBase
+
+
+def _arrow_batches(blocks: Iterable[Any]) -> Iterable[Any]:
+    """Ray blocks (Arrow tables or pandas frames) as Arrow record batches."""
+    import pyarrow as pa
+
+    for block in blocks:
+        table = block if isinstance(block, pa.Table) else pa.Table.from_pandas(block, preserve_index=False)
+        yield from table.to_batches()
+
+
+@functools.cache
+def _datasink_class() -> type:
+    import ray.data
+
+    class Datasink(DatasinkBase, ray.data.Datasink[AttemptResult]):  # type: ignore[misc]
+        """``ds.write_datasink(outcommit.ray.Datasink(url, ...))``."""
+
+    # Pickled by reference (``outcommit.ray.Datasink``): workers import it as users do.
+    Datasink.__module__ = __name__
+    Datasink.__qualname__ = "Datasink"
+    return Datasink
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Datasink":
+        try:
+            return _datasink_class()
+        except ImportError as exc:
+            raise ImportError(f"outcommit.ray needs Ray Data: pip install 'outcommit[ray]' ({exc})") \
+                from exc
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,42 @@
+"""Exactly-once micro-batches: a batch log per destination, and readers of the committed batches.
+
+    import outcommit.streaming
+    outcommit.streaming.committed_files("s3://bucket/events")   # the committed batches' files
+    outcommit.streaming.dataset("s3://bucket/events")           # as a pyarrow dataset
+
+The Structured Streaming sink (``df.writeStream.format("outcommit")``) is in
+``outcommit.spark``; the per-batch protocol any engine can drive is :class:`StreamingSink`.
+"""
+
+from __future__ import annotations
+
+from .log import (
+    DEFAULT_COMPACT_INTERVAL,
+    LOG_DIR,
+    BatchAlreadyCommitted,
+    BatchEntry,
+    BatchLog,
+    BatchLogError,
+    CommittedFile,
+    JobRecord,
+)
+from .reader import committed_batches, committed_files, dataset
+from .sink import BatchIdentity, BatchOutcome, BatchTaskResult, StreamingSink
+
+__all__ = [
+    "DEFAULT_COMPACT_INTERVAL",
+    "LOG_DIR",
+    "BatchAlreadyCommitted",
+    "BatchEntry",
+    "BatchIdentity",
+    "BatchLog",
+    "BatchLogError",
+    "BatchOutcome",
+    "BatchTaskResult",
+    "CommittedFile",
+    "JobRecord",
+    "StreamingSink",
+    "committed_batches",
+    "committed_files",
+    "dataset",
+]

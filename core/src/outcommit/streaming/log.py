@@ -1,0 +1,345 @@
+"""The batch log: which micro-batches are committed to a destination, and their files.
+
+Spark's file sink keeps ``_spark_metadata/<batchId>`` (``ManifestFileCommitProtocol``);
+this is its analogue, in the destination, as JSON::
+
+    <dest>/_outcommit_log/0.json          one entry per committed batch (its files, rows)
+    <dest>/_outcommit_log/1.json
+    <dest>/_outcommit_log/9.compact.json  every 10th batch: all batches 0..9 in one file
+    <dest>/_outcommit_log/_jobs/<jobId>.json   jobs started and not yet finished
+
+An entry is created exclusively (create-if-absent) after the batch's job commit made its
+files visible: a batch is committed exactly when its entry exists, and an entry never
+names a file that is not there. A compaction batch writes ``<n>.compact.json`` instead of
+``<n>.json``; it holds every batch up to ``n``, so readers read the newest compaction and
+the entries after it. Entries older than the previous compaction are deleted after a new
+one is written (a reader that listed before has one interval to finish).
+
+``_jobs/`` records each job a query started for a batch (written by the first of its
+tasks) and, once the driver knows them, the files its job commit is about to publish:
+the evidence a restarted query uses to roll back a batch whose commit was interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import re
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import capabilities as caps
+from ..errors import CommitError, CorruptFileError
+from ..paths import relative_to
+from ..store import Store
+
+log = logging.getLogger("outcommit.streaming")
+
+LOG_DIR = "_outcommit_log"
+JOBS_DIR = "_jobs"
+BATCH_FORMAT = "outcommit.streaming.Batch/1"
+COMPACT_FORMAT = "outcommit.streaming.Compact/1"
+JOB_FORMAT = "outcommit.streaming.Job/1"
+#: As Spark's ``spark.sql.streaming.fileSink.log.compactInterval``.
+DEFAULT_COMPACT_INTERVAL = 10
+_ENTRY = re.compile(r"^(\d{1,19})(\.compact)?\.json$")
+_READ_ATTEMPTS = 3
+
+
+class BatchLogError(CommitError):
+    """The batch log cannot be used as it is (another query's log, a corrupt entry...)."""
+
+
+class BatchAlreadyCommitted(BatchLogError, FileExistsError):
+    """An entry for this batch exists already: someone else committed it."""
+
+
+@dataclass(frozen=True)
+class CommittedFile:
+    """One file of a committed batch: its path relative to the destination."""
+
+    path: str
+    size: int
+    rows: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "rows": self.rows}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> CommittedFile:
+        if not isinstance(data, Mapping):
+            raise CorruptFileError(where, "files", "an entry is not an object")
+        path = data.get("path")
+        if not isinstance(path, str) or not path or path.startswith("/") or \
+                any(p in ("", ".", "..") for p in path.split("/")):
+            # A log must never point a reader (or a rollback) outside the destination.
+            raise CorruptFileError(where, "files.path",
+                                   f"not a relative path inside the destination: {path!r}")
+        size, rows = data.get("size"), data.get("rows")
+        if not isinstance(size, int) or not isinstance(rows, int) or size < 0 or rows < 0:
+            raise CorruptFileError(where, "files", f"size/rows of {path} are not counts")
+        return cls(path, size, rows)
+
+
+@dataclass(frozen=True)
+class BatchEntry:
+    """A committed micro-batch."""
+
+    batch_id: int
+    query_id: str
+    job_id: str | None
+    committer: str
+    files: tuple[CommittedFile, ...]
+    committed_at: float
+    metrics: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": BATCH_FORMAT, "batchId": self.batch_id, "queryId": self.query_id,
+                "jobId": self.job_id, "committer": self.committer,
+                "committedAt": self.committed_at, "rows": self.rows, "bytes": self.bytes,
+                "files": [f.to_dict() for f in self.files], "metrics": dict(self.metrics)}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> BatchEntry:
+        if not isinstance(data, Mapping) or data.get("format") != BATCH_FORMAT:
+            raise CorruptFileError(where, "format", f"not a batch log entry ({BATCH_FORMAT})")
+        batch_id, files = data.get("batchId"), data.get("files")
+        if not isinstance(batch_id, int) or batch_id < 0:
+            raise CorruptFileError(where, "batchId", "not a batch id")
+        if not isinstance(files, list):
+            raise CorruptFileError(where, "files", "not a list")
+        job_id = data.get("jobId")
+        metrics = data.get("metrics") or {}
+        return cls(batch_id=batch_id, query_id=str(data.get("queryId") or ""),
+                   job_id=str(job_id) if job_id else None, committer=str(data.get("committer") or ""),
+                   files=tuple(CommittedFile.from_dict(f, where) for f in files),
+                   committed_at=float(data.get("committedAt") or 0.0),
+                   metrics={str(k): int(v) for k, v in metrics.items() if isinstance(v, int)})
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job started for one batch by one run of a query; ``files`` once its commit began."""
+
+    job_id: str
+    batch_id: int
+    query_id: str
+    run_id: str
+    committer: str
+    files: tuple[CommittedFile, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"format": JOB_FORMAT, "jobId": self.job_id, "batchId": self.batch_id,
+                                "queryId": self.query_id, "runId": self.run_id,
+                                "committer": self.committer}
+        if self.files is not None:
+            data["files"] = [f.to_dict() for f in self.files]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> JobRecord:
+        if not isinstance(data, Mapping) or data.get("format") != JOB_FORMAT:
+            raise CorruptFileError(where, "format", f"not a streaming job record ({JOB_FORMAT})")
+        files = data.get("files")
+        return cls(job_id=str(data["jobId"]), batch_id=int(data["batchId"]),
+                   query_id=str(data.get("queryId") or ""), run_id=str(data.get("runId") or ""),
+                   committer=str(data.get("committer") or ""),
+                   files=None if files is None else tuple(CommittedFile.from_dict(f, where) for f in files))
+
+
+class BatchLog:
+    """The batch log of one destination (a store path)."""
+
+    def __init__(self, store: Store, dest: str, compact_interval: int = DEFAULT_COMPACT_INTERVAL) -> None:
+        if compact_interval < 1:
+            raise ValueError(f"compact interval must be >= 1, got {compact_interval}")
+        self.store = store
+        self.dest = dest
+        self.dir = store.join(dest, LOG_DIR)
+        self.jobs_dir = store.join(self.dir, JOBS_DIR)
+        self.compact_interval = compact_interval
+
+    # -- names ------------------------------------------------------------------------------
+    def entry_path(self, batch_id: int) -> str:
+        return self.store.join(self.dir, f"{batch_id}.json")
+
+    def compact_path(self, batch_id: int) -> str:
+        return self.store.join(self.dir, f"{batch_id}.compact.json")
+
+    def is_compaction_batch(self, batch_id: int) -> bool:
+        """As Spark's file sink: batches 9, 19, 29, ... with an interval of 10."""
+        return (batch_id + 1) % self.compact_interval == 0
+
+    def listing(self) -> tuple[dict[int, str], dict[int, str]]:
+        """(batch id -> entry path, batch id -> compaction path) as the store lists them now."""
+        deltas: dict[int, str] = {}
+        compacts: dict[int, str] = {}
+        for info in self.store.list_dir(self.dir):
+            match = _ENTRY.match(info.name)
+            if match and not info.is_dir:
+                (compacts if match.group(2) else deltas)[int(match.group(1))] = info.path
+        return deltas, compacts
+
+    # -- reading ------------------------------------------------------------------------------
+    def _load(self, path: str) -> Any:
+        return self.store.load_json(path)
+
+    def _load_compact(self, path: str) -> list[BatchEntry]:
+        data = self._load(path)
+        where = self.store.url(path)
+        if not isinstance(data, Mapping) or data.get("format") != COMPACT_FORMAT or \
+                not isinstance(data.get("batches"), list):
+            raise CorruptFileError(where, "format", f"not a compacted batch log ({COMPACT_FORMAT})")
+        return [BatchEntry.from_dict(b, where) for b in data["batches"]]
+
+    def get(self, batch_id: int) -> BatchEntry | None:
+        """The entry of ``batch_id`` if that batch is committed, else None."""
+        for _ in range(_READ_ATTEMPTS):
+            try:
+                return BatchEntry.from_dict(self._load(self.entry_path(batch_id)),
+                                            self.store.url(self.entry_path(batch_id)))
+            except FileNotFoundError:
+                pass
+            _, compacts = self.listing()
+            covering = sorted(n for n in compacts if n >= batch_id)
+            if not covering:
+                return None
+            try:
+                found = [e for e in self._load_compact(compacts[covering[0]]) if e.batch_id == batch_id]
+            except FileNotFoundError:
+                continue  # compacted away meanwhile: list again
+            return found[0] if found else None
+        raise BatchLogError(f"the batch log {self.store.url(self.dir)} kept changing while batch "
+                            f"{batch_id} was looked up")
+
+    def entries(self) -> list[BatchEntry]:
+        """Every committed batch, in batch order: the newest compaction and the entries after it."""
+        for _ in range(_READ_ATTEMPTS):
+            deltas, compacts = self.listing()
+            try:
+                found: dict[int, BatchEntry] = {}
+                base = max(compacts) if compacts else -1
+                if compacts:
+                    found.update((e.batch_id, e) for e in self._load_compact(compacts[base]))
+                for batch_id in sorted(n for n in deltas if n > base):
+                    path = deltas[batch_id]
+                    found[batch_id] = BatchEntry.from_dict(self._load(path), self.store.url(path))
+                return [found[n] for n in sorted(found)]
+            except FileNotFoundError:
+                continue  # a compaction removed what we listed: list again
+        raise BatchLogError(f"the batch log {self.store.url(self.dir)} kept changing while it was read")
+
+    def latest(self) -> int | None:
+        """The highest committed batch id, or None."""
+        deltas, compacts = self.listing()
+        ids = [*deltas, *compacts]
+        return max(ids) if ids else None
+
+    # -- writing -------------------------------------------------------------------------------
+    def _create(self, path: str, data: Any) -> None:
+        """Create ``path`` only if absent: FileExistsError otherwise."""
+        payload = json.dumps(data, indent=1).encode("utf-8")
+        if self.store.has_capability(caps.CREATE_EXCLUSIVE):
+            self.store.create_exclusive(path, payload)
+            return
+        # Stores without create-if-absent (GCS here): checked, then written. Two queries
+        # committing one batch id at once could both pass; one query per destination.
+        if self.store.exists(path):
+            raise FileExistsError(path)
+        self.store.write_atomic(path, payload)
+
+    def commit(self, entry: BatchEntry) -> str:
+        """Record ``entry`` as committed; at a compaction batch, with every earlier batch.
+
+        Raises :class:`BatchAlreadyCommitted` when the batch has an entry already.
+        """
+        batch_id = entry.batch_id
+        if self.is_compaction_batch(batch_id):
+            earlier = [e for e in self.entries() if e.batch_id < batch_id]
+            path = self.compact_path(batch_id)
+            data: Any = {"format": COMPACT_FORMAT, "throughBatch": batch_id,
+                         "batches": [e.to_dict() for e in [*earlier, entry]]}
+        else:
+            path, data = self.entry_path(batch_id), entry.to_dict()
+        if self.get(batch_id) is not None:
+            raise BatchAlreadyCommitted(
+                f"batch {batch_id} is already committed to {self.store.url(self.dest)}")
+        try:
+            self._create(path, data)
+        except FileExistsError:
+            raise BatchAlreadyCommitted(
+                f"batch {batch_id} was committed to {self.store.url(self.dest)} by someone else") from None
+        if path == self.compact_path(batch_id):
+            self.delete_compacted(batch_id)
+        return path
+
+    def delete_compacted(self, batch_id: int) -> int:
+        """After compaction ``batch_id``: delete what the previous compaction already covers."""
+        deltas, compacts = self.listing()
+        previous = [n for n in compacts if n < batch_id]
+        if not previous:
+            return 0
+        keep_from = max(previous)
+        doomed = [p for n, p in deltas.items() if n <= keep_from] + \
+                 [p for n, p in compacts.items() if n < keep_from]
+        for path in doomed:
+            try:
+                self.store.delete(path)
+            except Exception:  # a leftover entry is harmless: compactions cover it
+                log.warning("could not delete the compacted log entry %s", self.store.url(path),
+                            exc_info=True)
+        return len(doomed)
+
+    # -- jobs started ------------------------------------------------------------------------------
+    def job_path(self, job_id: str) -> str:
+        return self.store.join(self.jobs_dir, f"{job_id}.json")
+
+    def register_job(self, record: JobRecord) -> bool:
+        """Record that ``record``'s job started (first task wins). False if it was known."""
+        try:
+            self._create(self.job_path(record.job_id), record.to_dict())
+        except FileExistsError:
+            return False
+        return True
+
+    def save_job_files(self, record: JobRecord) -> None:
+        """Record the files the job's commit is about to publish (before it publishes any)."""
+        self.store.save_json(self.job_path(record.job_id), record.to_dict())
+
+    def jobs(self) -> list[JobRecord]:
+        records = []
+        for info in self.store.list_dir(self.jobs_dir):
+            if info.is_dir or not info.name.endswith(".json"):
+                continue
+            try:
+                records.append(JobRecord.from_dict(self._load(info.path), self.store.url(info.path)))
+            except FileNotFoundError:
+                continue  # finished meanwhile
+        return sorted(records, key=lambda r: (r.batch_id, r.job_id))
+
+    def forget_job(self, job_id: str) -> None:
+        self.store.delete(self.job_path(job_id))
+
+    # -- paths ------------------------------------------------------------------------------------------
+    def file_path(self, relative: str) -> str:
+        """The store path of a logged file, refusing anything outside the destination."""
+        full = posixpath.normpath(self.store.join(self.dest, relative))
+        relative_to(full, self.dest)
+        return full
+
+
+def entry_for(batch_id: int, query_id: str, job_id: str | None, committer: str,
+              files: Iterable[CommittedFile], metrics: Mapping[str, int] | None = None) -> BatchEntry:
+    return BatchEntry(batch_id, query_id, job_id, committer,
+                      tuple(sorted(files, key=lambda f: f.path)), time.time(), dict(metrics or {}))

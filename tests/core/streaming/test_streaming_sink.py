@@ -1,0 +1,330 @@
+"""The micro-batch protocol without Spark: tasks and driver calls as the sink makes them.
+
+Each "run" is a StreamingSink with its own run id, as a query restarted from its
+checkpoint gets; a commit that "dies" is one whose step hook raises (nothing after it
+runs, as when the driver is killed there). The oracle: the batch log names exactly the
+rows each batch read, the destination's data files are exactly the logged ones, and no
+temporary state or pending upload is left.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import outcommit.streaming as streaming
+from outcommit import CorruptFileError, open_store
+from outcommit.engine.tasks import WriteSettings, write_attempt
+from outcommit.streaming import BatchIdentity, BatchLogError, BatchTaskResult, StreamingSink
+from outcommit.testing.conformance import leftovers, visible_files
+
+QUERY = str(uuid.uuid4())
+ROWS = 60
+
+
+class Died(BaseException):
+    """The driver 'dies' at a step: nothing after it runs (not even except-clauses for Exception)."""
+
+
+def batch_table(batch_id: int, rows: int = ROWS) -> pa.Table:
+    first = batch_id * 1000
+    return pa.table({"id": pa.array(range(first, first + rows), pa.int64()),
+                     "part": pa.array([i % 2 for i in range(rows)], pa.int64())})
+
+
+def run_batch(sink: StreamingSink, run: str, batch_id: int, tasks: int = 2,
+              settings: WriteSettings | None = None) -> list[BatchTaskResult]:
+    """The batch's tasks (each writes its share of the batch's rows) as Spark runs them."""
+    identity = BatchIdentity(QUERY, batch_id, run)
+    table = batch_table(batch_id)
+    results = []
+    for index in range(tasks):
+        job = sink.begin_task(identity)
+        if job is None:
+            results.append(BatchTaskResult(identity, None))
+            continue
+        share = table.slice(index * table.num_rows // tasks, table.num_rows // tasks)
+        attempt = write_attempt(sink.committer, job.task_attempt(index, 0), share.to_batches(),
+                                settings or WriteSettings(max_rows_per_file=20))
+        results.append(BatchTaskResult(identity, job.job_id, attempt))
+    return results
+
+
+def logged_ids(url: str, config: dict[str, Any]) -> dict[int, list[int]]:
+    """Batch id -> the ids its logged files hold."""
+    store = open_store(url, config)
+    out = {}
+    for entry in streaming.committed_batches(url, config):
+        ids: list[int] = []
+        for f in entry.files:
+            import pyarrow.parquet as pq
+
+            with store.fs.open(store.join(store.strip(url), f.path), "rb") as fh:
+                ids += pq.read_table(fh).column("id").to_pylist()
+        out[entry.batch_id] = sorted(ids)
+        assert entry.rows == len(ids)
+    return out
+
+
+def expected_ids(batches: range) -> dict[int, list[int]]:
+    return {b: sorted(batch_table(b).column("id").to_pylist()) for b in batches}
+
+
+def assert_exactly_once(url: str, config: dict[str, Any], batches: range) -> None:
+    assert logged_ids(url, config) == expected_ids(batches)
+    store = open_store(url, config)
+    dest = store.strip(url)
+    logged = {f.path for e in streaming.committed_batches(url, config) for f in e.files}
+    assert set(visible_files(store, dest)) == logged, "data files that no batch committed"
+    assert leftovers(store, dest) == []
+    assert streaming.BatchLog(store, dest).jobs() == []
+
+
+@pytest.fixture(params=["file-v1", "file-manifest", pytest.param("s3-magic", marks=pytest.mark.s3)])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any], str]:
+    store, committer = request.param.split("-")
+    if store == "file":
+        return f"file://{tmp_path}/out", {}, committer
+    s3_config = request.getfixturevalue("s3_config")
+    return f"{request.getfixturevalue('s3_root')}/out", dict(s3_config), committer
+
+
+def sink_for(target: tuple[str, dict[str, Any], str], **kwargs: Any) -> StreamingSink:
+    url, config, committer = target
+    return StreamingSink(url, config, committer, **kwargs)
+
+
+def test_batches_commit_once_and_a_replay_adds_nothing(target: Any) -> None:
+    url, config, _ = target
+    sink = sink_for(target)
+    for batch_id in range(3):
+        outcome = sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id))
+        assert not outcome.replayed
+    # A restarted query replays batch 2 (its checkpoint had not recorded the commit).
+    restarted = sink_for(target)
+    replay = run_batch(restarted, "run-b", 2)
+    assert all(r.skipped for r in replay), "a task of a committed batch wrote data"
+    outcome = restarted.commit_batch(2, replay)
+    assert outcome.replayed and outcome.entry.job_id is not None and "-rrun-a" in outcome.entry.job_id
+    assert_exactly_once(url, config, range(3))
+
+
+def test_commit_killed_after_publishing_before_the_log_is_rolled_back(target: Any) -> None:
+    url, config, _ = target
+
+    def die(step: str, batch_id: int) -> None:
+        if (step, batch_id) == ("job-committed", 1):
+            raise Died
+
+    first = sink_for(target, on_step=die)
+    first.commit_batch(0, run_batch(first, "run-a", 0))
+    with pytest.raises(Died):
+        first.commit_batch(1, run_batch(first, "run-a", 1))
+    store = open_store(url, config)
+    published = visible_files(store, store.strip(url))
+    assert any("-b1-rrun-a" in p for p in published), "the dead commit published nothing"
+    assert streaming.BatchLog(store, store.strip(url)).get(1) is None
+
+    restarted = sink_for(target)
+    outcome = restarted.commit_batch(1, run_batch(restarted, "run-b", 1))
+    assert outcome.rolled_back == [f"{QUERY}-b1-rrun-a"]
+    restarted.commit_batch(2, run_batch(restarted, "run-b", 2))
+    assert_exactly_once(url, config, range(3))
+    assert not any("-rrun-a" in p for p in visible_files(store, store.strip(url)) if "-b1-" in p)
+
+
+def test_commit_killed_after_the_log_keeps_the_batch(target: Any) -> None:
+    url, config, _ = target
+
+    def die(step: str, batch_id: int) -> None:
+        if (step, batch_id) == ("logged", 0):
+            raise Died
+
+    first = sink_for(target, on_step=die)
+    with pytest.raises(Died):
+        first.commit_batch(0, run_batch(first, "run-a", 0))
+    restarted = sink_for(target)
+    outcome = restarted.commit_batch(0, run_batch(restarted, "run-b", 0))
+    assert outcome.replayed and outcome.rolled_back == [f"{QUERY}-b0-rrun-a"]  # its record, cleaned
+    restarted.commit_batch(1, run_batch(restarted, "run-b", 1))
+    assert_exactly_once(url, config, range(2))
+
+
+def test_tasks_killed_mid_batch_leave_nothing_after_the_replay(target: Any) -> None:
+    url, config, _ = target
+    first = sink_for(target)
+    first.commit_batch(0, run_batch(first, "run-a", 0))
+    # Run a dies while batch 1's tasks write: one task committed (where it may), one half-way.
+    identity = BatchIdentity(QUERY, 1, "run-a")
+    job = first.begin_task(identity)
+    assert job is not None
+    write_attempt(first.committer, job.task_attempt(0, 0), batch_table(1).slice(0, 30).to_batches(),
+                  WriteSettings(max_rows_per_file=10))
+    half = job.task_attempt(1, 0)
+    first.committer.setup_task(half)
+    fs = first.committer.filesystem(half)
+    with fs.open(f"{first.committer.work_path(half)}/part-00001-000-x.parquet", "wb") as f:
+        f.write(b"half a file")
+    # The killed process never closes its second file: for magic its upload stays pending.
+    stream = fs.open(f"{first.committer.work_path(half)}/part-00001-001-x.parquet", "wb")
+    stream.write(b"x" * 10)
+    stream.flush()
+
+    restarted = sink_for(target)
+    restarted.commit_batch(1, run_batch(restarted, "run-b", 1))
+    assert_exactly_once(url, config, range(2))
+
+
+def test_compaction_every_interval_and_readers_see_every_batch(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "v1", compact_interval=3)
+    for batch_id in range(8):
+        sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id, tasks=1))
+    names = sorted(p.name for p in (tmp_path / "out" / "_outcommit_log").iterdir() if p.is_file())
+    # Compactions at 2 and 5. After the one at 5, what the one at 2 covered went; the one
+    # at 2 and the entries after it stay one more interval, for readers that listed before.
+    assert names == ["2.compact.json", "3.json", "4.json", "5.compact.json", "6.json", "7.json"]
+    compact = json.loads((tmp_path / "out" / "_outcommit_log" / "5.compact.json").read_text())
+    assert [b["batchId"] for b in compact["batches"]] == list(range(6))
+    assert [e.batch_id for e in streaming.committed_batches(url)] == list(range(8))
+    assert logged_ids(url, {}) == expected_ids(range(8))
+    # A batch covered only by a compaction is still recognised as committed.
+    outcome = sink.commit_batch(1, run_batch(sink, "run-b", 1, tasks=1))
+    assert outcome.replayed
+    table = streaming.dataset(url).to_table()
+    assert sorted(table.column("id").to_pylist()) == sorted(i for ids in expected_ids(range(8)).values()
+                                                           for i in ids)
+    assert streaming.committed_files(url, through_batch=0) == \
+        [f"{url}/{f.path}" for f in streaming.committed_batches(url)[0].files]
+
+
+def test_another_querys_log_is_refused(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "v1")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    other = BatchIdentity(str(uuid.uuid4()), 0, "run-z")
+    with pytest.raises(BatchLogError, match="one streaming query per destination"):
+        sink.begin_task(other)
+
+
+def test_a_log_entry_pointing_outside_the_destination_is_refused(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "v1")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    path = tmp_path / "out" / "_outcommit_log" / "0.json"
+    entry = json.loads(path.read_text())
+    entry["files"][0]["path"] = "../../etc/passwd"
+    path.write_text(json.dumps(entry))
+    with pytest.raises(CorruptFileError, match="not a relative path inside the destination"):
+        streaming.committed_files(url)
+
+
+def test_a_straggler_of_a_committed_batch_keeps_nothing(tmp_path: Path) -> None:
+    """A zombie task of another run writes batch 0 while run a commits it: write, then check."""
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "manifest")
+    zombie = BatchIdentity(QUERY, 0, "run-z")
+    zombie_job = sink.begin_task(zombie)
+    assert zombie_job is not None
+    task = zombie_job.task_attempt(0, 0)
+    write_attempt(sink.committer, task, batch_table(0).to_batches(), WriteSettings())
+    # Run a's commit rolls the zombie's job back (its task commit included)...
+    outcome = sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    assert outcome.rolled_back == [zombie_job.job_id]
+    # ...and the zombie, checking after its write, throws its attempt away.
+    assert sink.committed_meanwhile(zombie, zombie_job.job_id)
+    sink.committer.abort_task(task)
+    assert sink.begin_task(BatchIdentity(QUERY, 0, "run-late")) is None  # a later one writes nothing
+    sink.commit_batch(1, run_batch(sink, "run-a", 1))
+    assert_exactly_once(url, {}, range(2))
+
+
+@pytest.mark.parametrize("where", ["file", pytest.param("s3", marks=pytest.mark.s3)])
+def test_duckdb_reads_exactly_the_committed_batches(where: str, request: pytest.FixtureRequest,
+                                                    tmp_path: Path) -> None:
+    """docs/streaming.md's DuckDB recipe, with an interrupted batch's files beside the log's."""
+    duckdb = pytest.importorskip("duckdb")
+
+    if where == "file":
+        url, config, committer = f"file://{tmp_path}/out", {}, "v1"
+    else:
+        url, config, committer = (f"{request.getfixturevalue('s3_root')}/out",
+                                  dict(request.getfixturevalue("s3_server").config), "magic")
+
+    def die(step: str, batch_id: int) -> None:
+        if (step, batch_id) == ("job-committed", 2):
+            raise Died
+
+    sink = StreamingSink(url, config, committer, on_step=die)
+    for batch_id in range(2):
+        sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id))
+    with pytest.raises(Died):
+        sink.commit_batch(2, run_batch(sink, "run-a", 2))  # visible in the directory, not logged
+
+    files = streaming.committed_files(url, config)
+    con = duckdb.connect()
+    store = open_store(url, config)
+    if store.scheme != "file":
+        con.register_filesystem(store.fs)  # DuckDB reads s3:// through the same fsspec filesystem
+    rows = con.execute("select count(*), count(distinct id) from read_parquet(?, hive_partitioning=true)",
+                       [files]).fetchone()
+    assert rows == (2 * ROWS, 2 * ROWS)
+    everything = con.execute("select count(*) from read_parquet(?, hive_partitioning=true)",
+                             [[store.url(f.path) for f in store.list_files(store.strip(url))
+                               if f.path.endswith(".parquet") and "/_" not in f.path]]).fetchone()
+    assert everything == (3 * ROWS,), "the interrupted batch's files are in the directory"
+
+
+def test_outcommit_read_reads_a_streaming_destination_through_its_log(target: Any) -> None:
+    """outcommit.read (the batch jobs' reader) on a streaming destination: no _SUCCESS there,
+    and an interrupted batch's files sit beside the committed ones, not hidden."""
+    import outcommit.read
+
+    url, config, _ = target
+
+    def die(step: str, batch_id: int) -> None:
+        if (step, batch_id) == ("job-committed", 1):
+            raise Died
+
+    sink = sink_for(target, on_step=die)
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    with pytest.raises(Died):
+        sink.commit_batch(1, run_batch(sink, "run-a", 1))  # published, never logged
+    store = open_store(url, config)
+    dest = store.strip(url)
+    assert not store.exists(store.join(dest, "_SUCCESS"))
+    in_directory = sorted(store.url(store.join(dest, rel)) for rel in visible_files(store, dest))
+    logged = streaming.committed_files(url, config)
+    assert len(in_directory) > len(logged) > 0, "the interrupted batch published nothing"
+    for require_success in (True, False):
+        assert outcommit.read.committed_files(url, config, require_success=require_success) == sorted(logged)
+    table = outcommit.read.dataset(url, config).to_table()
+    assert sorted(table.column("id").to_pylist()) == expected_ids(range(1))[0]
+    assert table.num_rows == ROWS
+
+
+def test_the_streaming_reader_refuses_a_destination_without_a_log(tmp_path: Path) -> None:
+    from outcommit import NotCommittedError
+
+    (tmp_path / "batch").mkdir()
+    (tmp_path / "batch" / "part-0.parquet").write_bytes(b"x")
+    with pytest.raises(NotCommittedError, match=r"no streaming query has written to .*outcommit\.read"):
+        streaming.committed_files(f"file://{tmp_path}/batch")
+    with pytest.raises(NotCommittedError, match="no streaming query"):
+        streaming.dataset(f"file://{tmp_path}/nowhere")
+
+
+def test_a_logged_file_that_is_gone_is_reported(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "v1")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    gone = streaming.committed_batches(url)[0].files[0].path
+    (tmp_path / "out" / gone).unlink()
+    with pytest.raises(CorruptFileError, match=r"names 1 file\(s\) that are gone"):
+        streaming.committed_files(url)
+    assert len(streaming.committed_files(url, verify=False)) == len(streaming.committed_batches(url)[0].files)

@@ -1,0 +1,160 @@
+"""Ray Data writes through outcommit on a local Ray cluster: retries leave exactly-once output.
+
+Each write splits a table into 4 blocks, one write task each. The injected failure makes
+attempt 0 of task 1 die after its first file is closed (its worker process exits: for
+magic an upload is pending, for v1 an attempt directory is left), and Ray's task retry
+(``max_retries``) runs attempt 1. The oracle: exactly the input rows, task 1's data only
+from attempt 1, no temporary state or pending upload, and ``_SUCCESS`` saying so.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from outcommit import load_success, open_store
+from outcommit.testing.conformance import leftovers, visible_files
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.data")
+
+ROWS, TASKS = 2000, 4
+PART = re.compile(r"part-(\d{5})-\d{3}-.*-a(\d+)\.parquet$")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             object_store_memory=128 * 1024 * 1024)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+def table() -> pa.Table:
+    ids = list(range(ROWS))
+    return pa.table({"id": pa.array(ids, pa.int64()),
+                     "day": [f"2024-05-0{1 + i % 3}" for i in ids],
+                     "amount": [i * 0.5 for i in ids]})
+
+
+def dataset() -> Any:
+    return ray.data.from_arrow(table()).repartition(TASKS)
+
+
+def read_rows(url: str, config: dict[str, Any]) -> list[tuple[Any, ...]]:
+    import pyarrow.dataset as ds
+
+    store = open_store(url, config)
+    root = store.strip(url)
+    files = [f"{root}/{rel}" for rel in visible_files(store, root)]
+    got = ds.dataset(files, filesystem=store.fs, format="parquet", partitioning="hive",
+                     partition_base_dir=root).to_table()
+    return sorted(zip(got.column("id").to_pylist(), got.column("amount").to_pylist(), strict=True))
+
+
+def attempts_by_task(url: str, config: dict[str, Any]) -> dict[int, set[int]]:
+    store = open_store(url, config)
+    found: dict[int, set[int]] = {}
+    for rel in visible_files(store, store.strip(url)):
+        match = PART.search(rel)
+        assert match, rel
+        found.setdefault(int(match.group(1)), set()).add(int(match.group(2)))
+    return found
+
+
+@pytest.fixture(params=["file-v1", "file-manifest", pytest.param("s3-magic", marks=pytest.mark.s3)])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any], str]:
+    store, committer = request.param.split("-")
+    if store == "file":
+        return f"file://{tmp_path}/out-{uuid.uuid4().hex[:6]}", {}, committer
+    return (f"{request.getfixturevalue('s3_root')}/ray", dict(request.getfixturevalue("s3_server").config),
+            committer)
+
+
+def test_a_retried_task_leaves_exactly_once_output(ray_cluster: None, target: Any) -> None:
+    import outcommit.ray
+
+    url, config, committer = target
+    sink = outcommit.ray.Datasink(url, committer=committer, config=config, partition_by=["day"],
+                                  max_rows_per_file=100, fail_task_once=1)
+    dataset().write_datasink(sink, ray_remote_args={"max_retries": 2})
+
+    expected = sorted(zip(table().column("id").to_pylist(), table().column("amount").to_pylist(),
+                          strict=True))
+    assert read_rows(url, config) == expected
+    attempts = attempts_by_task(url, config)
+    assert attempts == {0: {0}, 1: {1}, 2: {0}, 3: {0}}, "task 1 must be visible from its retry only"
+    store = open_store(url, config)
+    assert leftovers(store, store.strip(url)) == []
+    summary = load_success(store, store.join(store.strip(url), "_SUCCESS"))
+    assert (summary.committer, summary.success) == (committer, True)
+    assert summary.metrics["rows.written"] == ROWS
+    assert summary.metrics["ray.task.retries"] == 1
+    assert [(r.task_index, r.attempt) for r in sink.results] == [(0, 0), (1, 1), (2, 0), (3, 0)]
+    committed = [(r.task_index, r.attempt) for r in sink.results]
+    print(f"\n{url} ({committer}): task attempts committed {committed}, "
+          f"rows in {ROWS}, rows out {len(read_rows(url, config))}, _SUCCESS ray.task.retries="
+          f"{summary.metrics['ray.task.retries']}")
+
+
+def test_a_failed_write_leaves_nothing(ray_cluster: None, target: Any) -> None:
+    import outcommit.ray
+
+    url, config, committer = target
+    # Every attempt of task 2 raises after a file; no retry of exceptions: the write fails.
+    sink = outcommit.ray.Datasink(url, committer=committer, config=config, max_rows_per_file=100,
+                                  fail_task_once=2, failure="raise")
+    with pytest.raises(Exception, match="injected failure"):
+        dataset().write_datasink(sink, ray_remote_args={"max_retries": 0})
+    store = open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {}
+    assert leftovers(store, store.strip(url)) == []
+    assert not store.exists(store.join(store.strip(url), "_SUCCESS"))
+
+
+def test_an_unsafe_committer_fails_before_any_task(ray_cluster: None, tmp_path: Path) -> None:
+    import outcommit.ray
+    from outcommit import UnknownCommitterError
+
+    with pytest.raises(UnknownCommitterError):
+        outcommit.ray.Datasink(f"file://{tmp_path}/out", committer="no-such-committer")
+
+
+def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
+        ray_cluster: None, target: Any) -> None:
+    """Ray Data calls on_write_failed without waiting for the other tasks: one may still be
+    writing. Here a task's write (the sink's real ``write``, with Ray's real GCS) gets its
+    second block only after the driver aborted the job; it then closes a file."""
+    from types import SimpleNamespace
+
+    import outcommit.ray
+    from outcommit import CommitError
+
+    url, config, committer = target
+    sink = outcommit.ray.Datasink(url, committer=committer, config=config, max_rows_per_file=100)
+    sink.on_write_start()
+    aborted = []
+
+    def blocks() -> Iterator[pa.Table]:
+        yield table().slice(0, 250)  # files closed before the abort
+        sink.on_write_failed(RuntimeError("another task failed"))
+        aborted.append(True)
+        yield table().slice(250, 250)  # and after it
+
+    with pytest.raises(CommitError, match=r"was aborted while task 1 wrote|is not active"):
+        sink.write(blocks(), SimpleNamespace(task_idx=1))
+    assert aborted
+    store = open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {}
+    assert leftovers(store, store.strip(url)) == []
+    with pytest.raises(CommitError, match="writes nothing"):  # a task starting after the abort
+        sink.write(iter([table()]), SimpleNamespace(task_idx=2))
+    assert leftovers(store, store.strip(url)) == []
