@@ -25,15 +25,3 @@ try:
     get_registry().load()  # entry points found and plugins imported before any fork
 except Exception:  # a broken plugin shows up in the child, with its own error
     pass
-
-try:  # botocore's models parsed once here, not again in every child (the S3 plugin's shared loader)
-    import boto3
-
-    from outcommit_s3 import client as _s3_client
-
-    _session = boto3.session.Session()
-    _s3_client._share_loader(_session)
-    _session.client("s3", region_name="us-east-1", aws_access_key_id="preload",
-                    aws_secret_access_key="preload")
-except Exception:  # no S3 plugin or no boto3: its cells cannot run anyway
-    pass

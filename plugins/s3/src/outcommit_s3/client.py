@@ -3,8 +3,6 @@
 * credentials come from boto3's chain as configured: explicit keys, a named profile,
   and optionally an assumed IAM role (STS AssumeRole, refreshed before it expires);
 * every request of a requester-pays store says so (``x-amz-request-payer``);
-* every client shares one botocore data loader: a new store then costs no second parse
-  of botocore's JSON service models (about 30 ms of CPU per store otherwise);
 * before the first request the endpoint is probed with one TCP connection, so a wrong
   endpoint fails in about a second, not after botocore's retries (13-24 s);
 * botocore's errors that mean "unreachable", "no or bad credentials", "no such bucket"
@@ -17,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import socket
 import threading
 import uuid
@@ -37,49 +36,49 @@ _CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToke
                      "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
 
 
+# boto3 sessions, one per profile and AWS environment: a new session loads botocore's
+# service model again (~70-110 ms of CPU), which every task's committer would pay.
+_SESSIONS: dict[tuple[str | None, tuple[tuple[str, str], ...]], Any] = {}
+_SESSIONS_LOCK = threading.Lock()  # a session is not thread-safe: clients are made under it
+
+
+def _session_key(profile: str | None) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """A session resolves credentials from the environment once: a changed one needs another."""
+    return profile, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
+
+
 def make_client(settings: S3Settings) -> Any:
-    """A thread-safe boto3 S3 client for ``settings``, wrapped to translate errors."""
+    """A thread-safe boto3 S3 client for ``settings``, wrapped to translate errors.
+
+    Clients are made from a session shared by the stores of this process with the same
+    profile (and AWS environment); each store still gets its own client.
+    """
     import boto3
 
-    session = boto3.session.Session(profile_name=settings.profile) if settings.profile \
-        else boto3.session.Session()
-    _share_loader(session)
     keys: dict[str, Any] = {}
     if settings.access_key or settings.secret_key:
         keys = {"aws_access_key_id": settings.access_key, "aws_secret_access_key": settings.secret_key,
                 "aws_session_token": settings.session_token}
-    source = describe_source(settings, session)
-    if settings.role_arn:
-        session, keys = _assumed_role(settings, session, keys), {}
-    client = session.client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region,
-                            config=settings.botocore_config(), **keys)
+    with _SESSIONS_LOCK:
+        key = _session_key(settings.profile)
+        session = _SESSIONS.get(key)
+        if session is None:
+            session = boto3.session.Session(profile_name=settings.profile) if settings.profile \
+                else boto3.session.Session()
+            if len(_SESSIONS) >= 16:  # environments that keep changing: keep a few
+                _SESSIONS.clear()
+            _SESSIONS[key] = session
+        source = describe_source(settings, session)
+        if settings.role_arn:
+            session, keys = _assumed_role(settings, session, keys), {}
+        client = session.client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region,
+                                config=settings.botocore_config(), **keys)
     if settings.requester_pays:
         client.meta.events.register("before-parameter-build.s3", _requester_pays)
     translated = TranslatingClient(client, settings, source)
     if settings.probe:
         translated.probe()
     return translated
-
-
-_LOADERS: dict[Any, Any] = {}
-_LOADERS_LOCK = threading.Lock()
-
-
-def _share_loader(session: Any) -> None:
-    """Give ``session`` the process's botocore data loader for its data path.
-
-    The loader only reads botocore's bundled model files and caches them; each new
-    session would otherwise build its own and parse the S3 model again.
-    """
-    from botocore.loaders import create_loader
-
-    inner = session._session
-    data_path = inner.get_config_variable("data_path")
-    with _LOADERS_LOCK:
-        loader = _LOADERS.get(data_path)
-        if loader is None:
-            loader = _LOADERS[data_path] = create_loader(data_path)
-    inner.register_component("data_loader", loader)
 
 
 def _requester_pays(params: dict[str, Any], model: Any, **_: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable
 
 from outcommit.errors import CommitError, DestinationExistsError, UploadGoneError
 from outcommit.multipart import MultipartUploads
@@ -31,7 +31,7 @@ class CommitOperations:
         self.dest = dest
         self.threads = threads
 
-    def complete_all(self, commits: Sequence[PendingCommit], progress: Progress | None = None,
+    def complete_all(self, commits: Collection[PendingCommit], progress: Progress | None = None,
                      if_none_match: bool = False) -> None:
         """Complete every upload; the first failures are reported together, nothing is undone.
 
@@ -85,7 +85,7 @@ class CommitOperations:
         """Does the destination object carry exactly these parts (completed by this job)?"""
         return bool(commit.etags) and self.mp.holds(commit.path, commit.upload_id, commit.etags)
 
-    def check_completable(self, commits: Sequence[PendingCommit]) -> None:
+    def check_completable(self, commits: Collection[PendingCommit]) -> None:
         """Before old data is deleted: every upload is still pending (or already ours).
 
         An upload aborted meanwhile (another job's sweep, a lifecycle rule, a stray abort)
