@@ -243,3 +243,21 @@ def test_uploads_cli_lists_uncommitted_names_and_says_why_it_cannot_abort(
     assert f"{azure_root}/staged.bin" in capsys.readouterr().out
     assert main(["uploads", "abort", azure_root, "--force", *conf]) == 2
     assert "cannot abort uncommitted blocks" in capsys.readouterr().err
+
+
+def test_conflict_mode_replace_replaces_the_old_data(azure_root: str, azure_config: dict) -> None:
+    """Found by the fault matrix (driver/*/replace): the check that every upload is still
+    pending before old data is deleted compared upload ids, which Azure's listing of
+    uncommitted names does not have, and refused every replace."""
+    config = {**azure_config, "outcommit.committer.conflict-mode": "replace"}
+    view = open_store(azure_root, config)
+    root = view.strip(azure_root)
+    view.write_bytes(f"{root}/old.txt", b"before the job")
+    committer = create_committer(azure_root, config, "blocklist")
+    job = JobContext(azure_root, config=committer.config)
+    committer.setup_job(job)
+    files = [{f"part-{i}.txt": f"task {i}".encode()} for i in range(2)]
+    summary = committer.commit_job(job, [run_task(committer, job, i, files[i]) for i in range(2)])
+    assert summary.metrics["conflict.deleted"] == 1
+    assert visible_files(view, root) == {**files[0], **files[1]}
+    assert leftovers(view, root) == []

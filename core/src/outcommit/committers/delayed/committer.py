@@ -110,12 +110,22 @@ class DelayedCompletionCommitter(Committer):
 
     # -- job lifecycle ------------------------------------------------------------------------------
     def setup_job(self, job: JobContext) -> None:
-        if self.conflict_scope == "destination":
+        if self.conflict_scope == "destination" and not self._commit_began_before(job):
             self.check_destination_free()
         layout = self.layout(job)
         self.meta.save_json(layout.marker(job), {"jobId": job.job_id, "jobAttempt": job.attempt,
                                                  "committer": self.name, "destination": self.destination})
         self.logger(job).info("set up job attempt %d (%s)", job.attempt, layout.attempt_dir(job))
+
+    def _commit_began_before(self, job: JobContext) -> bool:
+        """Did an earlier attempt of this job begin its job commit?
+
+        Its completed uploads are then the job's own files in the destination: conflict
+        mode ``fail`` must let the next attempt recover them (the check at job commit
+        still refuses anything that is not the job's).
+        """
+        layout = self.layout(job)
+        return any(self.meta.exists(layout.commit_started(job, a)) for a in range(job.attempt))
 
     def require_job(self, job: JobContext, error: type[CommitError]) -> None:
         if not self.meta.exists(self.layout(job).marker(job)):

@@ -92,9 +92,14 @@ class CommitOperations:
         would otherwise be found only at completion, after the old data is gone. One
         listing per 1000 pending uploads, not a request per file.
         """
-        pending = {(p.path, p.upload_id) for p in self.mp.list_pending(self.dest + "/")}
+        listed = self.mp.list_pending(self.dest + "/")
+        pending = {(p.path, p.upload_id) for p in listed}
+        # Uploads without an id of the store's own (Azure block lists: the committer names
+        # them) are listed by name only: a name with uncommitted blocks is still pending.
+        by_name = {p.path for p in listed if not p.upload_id}
         for commit in commits:
-            if (commit.path, commit.upload_id) not in pending and not self.is_completed(commit):
+            if ((commit.path, commit.upload_id) not in pending and commit.path not in by_name
+                    and not self.is_completed(commit)):
                 raise UploadGoneError(
                     f"upload {commit.upload_id} to {self.store.url(commit.path)} is no longer pending "
                     "(aborted by a sweep, a lifecycle rule or 'outcommit uploads abort'): nothing was "
