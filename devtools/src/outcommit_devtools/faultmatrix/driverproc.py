@@ -129,7 +129,7 @@ def arm(store: FaultInjectingStore, rule: KillRule, dest: str) -> _Trigger | Non
         trigger = _Trigger(1, _writes_success(dest))
     when: Literal["before", "after"] = "before" if rule.kind == "before-success" else "after"
     for operation in ALL_OPERATIONS:
-        store.add(Fault(operation, when=when, times=-1, error=kill_process, predicate=trigger))
+        store.add(Fault(operation, when=when, times=-1, error=_die, predicate=trigger))
     return trigger
 
 
@@ -196,6 +196,21 @@ class TaskAttemptRequest:
     rule: KillRule
 
 
+#: The child's end of its pipe to the parent (set in the child only).
+_conn: Connection | None = None
+
+
+def _die(message: str) -> BaseException:
+    """SIGKILL this child, saying so first: the fork server can lose a dead child's status
+    (it then reports exit code 255), and the parent must still tell a kill from a crash."""
+    if _conn is not None:
+        try:
+            _conn.send(ChildResult(True, -signal.SIGKILL))
+        except OSError:
+            pass
+    return kill_process(message)
+
+
 def _quiet() -> None:
     # A dying process's log lines would land in whatever captured the fork server's stderr.
     logging.disable(logging.CRITICAL)
@@ -203,6 +218,8 @@ def _quiet() -> None:
 
 def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
     _quiet()
+    global _conn
+    _conn = conn
     trigger = None
     try:
         store = FaultInjectingStore(open_store(request.destination, request.config))
@@ -210,7 +227,7 @@ def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
                                      store=store)
         job = JobContext.from_dict(request.job)
         if request.rule.kind == "start":
-            kill_process("driver killed before job commit")
+            _die("driver killed before job commit")
         trigger = arm(store, request.rule, store.strip(request.destination))
         committer.commit_job(job, request.messages)
     except Exception as exc:
@@ -221,6 +238,8 @@ def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
 
 def _child_task_attempt(request: TaskAttemptRequest, conn: Connection) -> None:
     _quiet()
+    global _conn
+    _conn = conn
     trigger = None
     try:
         store = FaultInjectingStore(open_store(request.destination, request.config))
@@ -275,8 +294,8 @@ def _run(target: Callable[..., None], request: Any) -> ChildResult:
     except EOFError:  # killed before it could say anything
         result = None
     receive.close()
-    if process.exitcode == -signal.SIGKILL:
-        return ChildResult(True, process.exitcode)
+    if process.exitcode == -signal.SIGKILL or (result is not None and result.killed):
+        return ChildResult(True, -signal.SIGKILL)
     if result is None:
         raise RuntimeError(f"child {target.__name__} exited with {process.exitcode} without a result")
     return result
