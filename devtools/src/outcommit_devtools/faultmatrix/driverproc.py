@@ -216,47 +216,53 @@ def _quiet() -> None:
     logging.disable(logging.CRITICAL)
 
 
-def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
+def _in_child(request: JobCommitRequest | TaskAttemptRequest, conn: Connection,
+              act: Callable[[Any, Callable[[], None]], dict[str, Any] | None]) -> None:
+    """Open the store and committer, run ``act`` with the kill rule armed as it says, and
+    report how it ended (a kill reports itself first: :func:`_die`)."""
     _quiet()
     global _conn
     _conn = conn
-    trigger = None
+    trigger: _Trigger | None = None
+
+    def armed() -> None:
+        nonlocal trigger
+        trigger = arm(store, request.rule, store.strip(request.destination))
+
     try:
         store = FaultInjectingStore(open_store(request.destination, request.config))
         committer = create_committer(request.destination, request.config, request.committer,
                                      store=store)
-        job = JobContext.from_dict(request.job)
-        if request.rule.kind == "start":
-            _die("driver killed before job commit")
-        trigger = arm(store, request.rule, store.strip(request.destination))
-        committer.commit_job(job, request.messages)
+        message = act(committer, armed)
     except Exception as exc:
         conn.send(ChildResult(False, 0, trigger.count if trigger else 0, error_text(exc)))
         return
-    conn.send(ChildResult(False, 0, trigger.count if trigger else 0))
+    conn.send(ChildResult(False, 0, trigger.count if trigger else 0, message=message))
+
+
+def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
+    def act(committer: Any, armed: Callable[[], None]) -> None:
+        job = JobContext.from_dict(request.job)
+        if request.rule.kind == "start":
+            _die("driver killed before job commit")
+        armed()
+        committer.commit_job(job, request.messages)
+
+    _in_child(request, conn, act)
 
 
 def _child_task_attempt(request: TaskAttemptRequest, conn: Connection) -> None:
-    _quiet()
-    global _conn
-    _conn = conn
-    trigger = None
-    try:
-        store = FaultInjectingStore(open_store(request.destination, request.config))
-        committer = create_committer(request.destination, request.config, request.committer,
-                                     store=store)
+    def act(committer: Any, armed: Callable[[], None]) -> dict[str, Any]:
         task = TaskAttemptContext.from_dict(request.task)
         committer.setup_task(task)  # the attempt lives in this process (magic tracks uploads here)
         fs, base = committer.filesystem(task), committer.work_path(task)
         for rel, data in request.files.items():
             with fs.open(f"{base}/{rel}", "wb") as handle:
                 handle.write(data)
-        trigger = arm(store, request.rule, store.strip(request.destination))
-        message = committer.commit_task(task)
-    except Exception as exc:
-        conn.send(ChildResult(False, 0, trigger.count if trigger else 0, error_text(exc)))
-        return
-    conn.send(ChildResult(False, 0, trigger.count if trigger else 0, message=message))
+        armed()
+        return dict(committer.commit_task(task))
+
+    _in_child(request, conn, act)
 
 
 # -- the parent's side --------------------------------------------------------------------------
