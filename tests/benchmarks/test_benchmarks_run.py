@@ -43,3 +43,37 @@ def test_s3_commit_benchmark_runs() -> None:
 def test_azure_gcs_commit_benchmark_runs() -> None:
     out = run("azure_gcs_commit.py", "--files", "200", "--azurite-max", "200")
     assert "Azure Blob: blocklist" in out and "GCS: manifest, objects.move" in out
+
+
+@pytest.mark.s3
+def test_s3_commit_scale_benchmark_counts_requests() -> None:
+    out = run("s3_commit_scale.py", "--files", "50", "--tasks", "5", "--cpu-requests", "5")
+    assert "client CPU per request" in out
+    # Job commit of 50 files: one completion each, and 7 more requests whatever the size.
+    assert "[ok] 50 files (latency only): requests = files + small constant: 57 = 50 + 7" in out
+    assert "driver peak RSS" in out
+
+
+@pytest.mark.s3
+def test_spark_write_benchmark_runs_without_spark() -> None:
+    out = run("spark_write.py", "--engines", "local", "--layouts", "task", "--rows", "2000",
+              "--tasks", "2", "--repeat", "1", "--delay-ms", "1")
+    assert "added latency 1 ms per request" in out
+    # The unsafe baselines' requests, exactly: one PUT per file (s3fs), three (Arrow's multipart).
+    assert "2 requests (1.0/file): PutObject 2" in out
+    assert "6 requests (3.0/file): CreateMultipartUpload 2, UploadPart 2, CompleteMultipartUpload 2" in out
+    assert "safe / direct:" in out and "safe / write_dataset:" in out
+
+
+@pytest.mark.s3
+def test_small_files_benchmark_runs() -> None:
+    out = run("s3_small_files.py", "--tasks", "2", "--files", "3", "--delay-ms", "1")
+    lines = [line for line in out.splitlines() if "requests" in line]
+    assert len(lines) == 4  # directory and magic, without and with the proxy
+    assert all("CreateMultipartUpload 6, UploadPart 6, CompleteMultipartUpload 6" in line for line in lines)
+
+
+@pytest.mark.spark
+def test_spark_task_memory_benchmark_runs() -> None:
+    out = run("spark_task_memory.py", "--rows", "1000,2000", "--pad", "4")
+    assert "worker peak RSS" in out and "Arrow size x2.0" in out

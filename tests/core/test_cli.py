@@ -34,6 +34,8 @@ def test_unknown_scheme_is_a_one_line_error(capsys) -> None:
 def test_uploads_on_a_store_without_multipart(tmp_path, capsys) -> None:
     assert main(["uploads", "list", str(tmp_path)]) == 2
     assert "has no multipart uploads" in capsys.readouterr().err
+    assert main(["uploads", "list", str(tmp_path), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["message"] == "file:// has no multipart uploads to list"
 
 
 def test_durations() -> None:
@@ -56,6 +58,13 @@ def test_a_misspelled_conf_key_is_refused_with_a_guess(tmp_path, capsys) -> None
     assert "unknown configuration key 'outcommit.comitter': did you mean outcommit.committer " in error
     assert main(["capabilities", str(tmp_path), "--conf", "outcommit.comitter=v1"]) == 2
     assert "did you mean outcommit.committer " in capsys.readouterr().err
+
+
+def test_an_error_with_json_is_json_on_stdout(tmp_path, capsys) -> None:
+    assert main(["uploads", "list", str(tmp_path), "--json", "--conf", "outcommit.comitter=v1"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"] == "ConfigError" and "outcommit.comitter" in json.loads(out)["message"]
+    assert "did you mean" in err
 
 
 def _cli(*args: str, stdout: int | None = None) -> subprocess.CompletedProcess[str]:

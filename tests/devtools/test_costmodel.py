@@ -1,16 +1,34 @@
-"""The cost model: exact counts on a real client, virtual time that follows real parallelism."""
+"""The cost model: exact counts on a real client, virtual time that follows real parallelism.
+
+The scheduler's cases are small enough to compute by hand (each comment shows how); the
+last one is large enough that a quadratic scheduler would not finish it.
+"""
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import outcommit
 from outcommit import JobContext
-from outcommit_devtools.costmodel import CostModel, Meter, MeteredStore, attach_botocore
+from outcommit.parallel import run_all
+from outcommit_devtools.costmodel import (
+    CostModel,
+    Meter,
+    MeteredStore,
+    attach_botocore,
+    measure_client_cpu,
+)
 
 MODEL = CostModel(request_latency=0.1, copy_bandwidth=1_000_000)
+UNIT = CostModel(request_latency=1.0)  # one request = one second: schedules read as integers
+
+
+def requests(meter: Meter, count: int) -> None:
+    for _ in range(count):
+        meter.charge("GetObject")
 
 
 def test_virtual_time_follows_the_executor():
@@ -27,6 +45,98 @@ def test_virtual_time_follows_the_executor():
     assert meter.modelled_seconds == pytest.approx(0.9)
     assert meter.requests == {"HeadObject": 1, "GetObject": 8, "CopyObject": 1}
     assert meter.bytes_copied == 500_000
+
+
+def test_list_scheduling_in_submit_order_onto_the_first_free_worker():
+    meter = Meter(UNIT)
+    with meter.measure(), ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(requests, meter, n) for n in (3, 1, 1, 1, 2)]
+        ends = []
+        for future in futures:
+            future.result()
+            ends.append(meter.now())
+    # worker A: task0 0-3; worker B: task1 0-1, task2 1-2, task3 2-3; task4 at 3 (both free) -> 5
+    assert ends == [3.0, 3.0, 3.0, 3.0, 5.0]
+    assert meter.modelled_seconds == 5.0
+
+
+def test_a_task_starts_no_earlier_than_its_submitter_submitted_it():
+    meter = Meter(UNIT)
+    with meter.measure():
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            first = pool.submit(requests, meter, 1)            # submitted at 0: 0-1
+            requests(meter, 2)                                  # the caller: 0-2
+            second = pool.submit(requests, meter, 1)           # submitted at 2: 2-3
+            first.result()
+            assert meter.now() == 2.0                           # already past task 1's end
+            second.result()
+            assert meter.now() == 3.0
+        requests(meter, 1)                                      # serial after the pool: 3-4
+    assert meter.modelled_seconds == 4.0
+
+
+def test_the_windowed_parallel_helper_is_modelled_round_by_round():
+    meter = Meter(UNIT)
+    with meter.measure():
+        # 10 items, 4 threads, at most 8 submitted ahead: items 9 and 10 are submitted when
+        # item 1's result is taken (at 1), and run when workers free up (at 2): 2-3.
+        run_all(lambda _item: requests(meter, 1), range(10), 4)
+    assert meter.modelled_seconds == 3.0 == math.ceil(10 / 4)
+
+
+def test_connections_bound_the_workers_of_any_executor():
+    meter = Meter(CostModel(request_latency=1.0, connections=2))
+    with meter.measure(), ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda _i: requests(meter, 1), range(4)))
+    assert meter.modelled_seconds == 2.0  # 4 requests on 2 connections, not 8 threads
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 0.4), (2, 0.2)])
+def test_client_cpu_queues_on_the_cores(cores, expected):
+    model = CostModel(request_latency=0.1, client_cpu_per_request=0.05, client_cores=cores)
+    meter = Meter(model)
+    with meter.measure(), ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda _i: requests(meter, 1), range(8)))
+    # Each request 0.1 latency + 0.05 CPU = 0.15 on its own worker, but the 8 requests'
+    # CPU runs one core at a time: 8 x 0.05 = 0.4 on one core, 0.2 on two.
+    assert meter.modelled_seconds == pytest.approx(expected)
+    assert meter.cpu_bound() == pytest.approx(expected)
+
+
+def test_client_cpu_is_paid_by_serial_requests():
+    meter = Meter(CostModel(request_latency=0.1, client_cpu_per_request=0.02))
+    with meter.measure():
+        requests(meter, 3)
+    assert meter.modelled_seconds == pytest.approx(0.36)
+
+
+def test_a_failed_task_is_charged_too():
+    meter = Meter(UNIT)
+
+    def fails() -> None:
+        requests(meter, 2)
+        raise OSError("refused")
+
+    with meter.measure(), ThreadPoolExecutor(max_workers=2) as pool:
+        future = pool.submit(fails)
+        with pytest.raises(OSError):
+            future.result()
+    assert meter.modelled_seconds == 2.0 and meter.total_requests == 2
+
+
+def test_a_hundred_thousand_tasks_schedule_exactly():
+    """A quadratic scheduler takes minutes here (4,000 tasks took 120 s)."""
+    meter = Meter(CostModel(request_latency=0.03))
+    with meter.measure():
+        run_all(lambda _item: meter.charge("CompleteMultipartUpload"), range(100_000), 64)
+    assert meter.total_requests == 100_000
+    assert meter.modelled_seconds == pytest.approx(math.ceil(100_000 / 64) * 0.03)
+
+
+def test_connection_bound():
+    model = CostModel(request_latency=0.03, connections=64)
+    assert model.connection_bound(1000, serial=1) == pytest.approx(1000 * 0.03 / 64 + 0.03)
+    assert CostModel(client_cpu_per_request=0.001, client_cores=2).cpu_bound(1000) == 0.5
 
 
 def test_rate_limit_bounds_a_phase():
@@ -80,3 +190,65 @@ def test_metered_store_counts_store_calls(s3_config, s3_root):
     assert meter.requests == {"write_bytes": 1, "rename_file": 1, "multipart.initiate": 1,
                               "multipart.abort": 1}
     assert meter.bytes_copied == 5 and meter.bytes_uploaded == 5
+
+
+@pytest.mark.s3
+def test_botocore_charges_every_attempt_and_every_error_answer(s3_server, s3_root):
+    """A 503 answered once: botocore retries, and both attempts are charged; a 404 is a request."""
+    import boto3
+    from botocore.config import Config
+
+    from outcommit_devtools.faultproxy import FaultProxy, Rule, respond, s3_error
+    from outcommit_s3.embedded import DUMMY_KEY, DUMMY_SECRET, REGION
+
+    bucket, _, prefix = s3_root.removeprefix("s3://").partition("/")
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        proxy.add(Rule("slow", respond(503, s3_error("SlowDown")), method="PUT", times=1))
+        client = boto3.client("s3", endpoint_url=proxy.url, region_name=REGION,
+                              aws_access_key_id=DUMMY_KEY, aws_secret_access_key=DUMMY_SECRET,
+                              config=Config(retries={"max_attempts": 3, "mode": "standard"},
+                                            s3={"addressing_style": "path"}))
+        meter = Meter(MODEL)
+        detach = attach_botocore(client, meter)
+        try:
+            with meter.measure():
+                client.put_object(Bucket=bucket, Key=f"{prefix}/a", Body=b"12345")
+                with pytest.raises(client.exceptions.ClientError):
+                    client.head_object(Bucket=bucket, Key=f"{prefix}/missing")
+        finally:
+            detach()
+        assert proxy.requests == 3
+    assert meter.requests == {"PutObject": 2, "HeadObject": 1}
+    assert meter.bytes_uploaded == 10  # the body went twice
+    assert meter.modelled_seconds == pytest.approx(0.3, abs=1e-3)
+
+
+@pytest.mark.s3
+def test_metered_store_charges_a_recursive_delete_as_its_listing_and_batches(s3_config, s3_root):
+    meter = Meter(MODEL)
+    store = MeteredStore(outcommit.open_store(s3_root, s3_config), meter)
+    root = store.strip(s3_root)
+    for index in range(3):
+        store.inner.write_bytes(f"{root}/d/{index}", b"x")
+    with meter.measure():
+        store.delete(f"{root}/d", recursive=True)
+        store.delete(f"{root}/gone")
+    assert meter.requests == {"list_files": 1, "delete_many": 1, "delete": 1}
+    assert store.inner.list_files(f"{root}/d") == []
+
+
+@pytest.mark.s3
+def test_metered_multipart_keeps_the_stores_part_size(s3_config, s3_root):
+    config = {**s3_config, "outcommit.s3.multipart.part-size": str(8 * 1024 * 1024)}
+    store = MeteredStore(outcommit.open_store(s3_root, config), Meter(MODEL))
+    assert store.multipart().part_size == 8 * 1024 * 1024
+
+
+@pytest.mark.s3
+def test_measure_client_cpu_reports_cpu_and_leaves_nothing(s3_server, s3_root):
+    bucket = s3_root.removeprefix("s3://").partition("/")[0]
+    client = s3_server.client()
+    cpu = measure_client_cpu(client, bucket, requests=5)
+    assert 0 < cpu < 1
+    listed = client.list_objects_v2(Bucket=bucket, Prefix="__outcommit-cpu-probe/")
+    assert listed.get("KeyCount", 0) == 0

@@ -169,14 +169,13 @@ def cmd_uploads(args: argparse.Namespace) -> int:
     store = open_store(args.url, _config(args.conf))
     multipart = store.multipart() or store.block_lists()
     if multipart is None:
-        print(f"{store.scheme}:// has no multipart uploads to list", file=sys.stderr)
-        return 2
+        raise OutcommitError(f"{store.scheme}:// has no multipart uploads to list")
     if args.action == "abort" and not multipart.abortable:
         # Azure block lists: no request removes one writer's uncommitted blocks safely.
-        print(f"{store.scheme}:// cannot abort uncommitted blocks: the service discards them when "
-              "a block list is committed for the name, or a week after the last block was staged "
-              "(docs/azure.md)", file=sys.stderr)
-        return 2
+        raise OutcommitError(
+            f"{store.scheme}:// cannot abort uncommitted blocks: the service discards them when "
+            "a block list is committed for the name, or a week after the last block was staged "
+            "(docs/azure.md)")
     directory = store.strip(args.url).rstrip("/") + "/"
     uploads = multipart.list_pending(directory)
     if args.action == "abort" and args.older_than is not None:
@@ -348,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except OutcommitError as exc:
         print(f"outcommit {args.command}: {exc}", file=sys.stderr)
+        if getattr(args, "json", False):  # a script reading stdout gets the error as JSON too
+            print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
         return 2
     return int(result or 0)
 

@@ -5,28 +5,42 @@ completion on one GIL-bound server, so parallelism barely shows and a copy looks
 as a completion). Here every operation really runs against the emulator or memory, and is
 also *charged* a modelled cost on a virtual clock:
 
-    cost = request_latency + upload/upload_bandwidth + download/download_bandwidth
-           + copied/copy_bandwidth
+    cost = request_latency + client_cpu_per_request + upload/upload_bandwidth
+           + download/download_bandwidth + copied/copy_bandwidth
 
 Each thread has its own virtual clock. While a :meth:`Meter.measure` block runs, work
 submitted to a ``concurrent.futures.ThreadPoolExecutor`` is list-scheduled onto that
-executor's ``max_workers`` virtual workers, and the caller's clock advances to a task's
+executor's ``max_workers`` virtual workers (at most ``connections`` of them: a request
+needs a pooled connection), in submit order, and the caller's clock advances to a task's
 virtual end when it takes the result (``result()``, ``map``, ``shutdown(wait=True)``).
-So the modelled time of a phase reflects what the code does: its serial requests, its
-real degree of parallelism. A phase also cannot beat the store's request-rate limit per
-prefix (S3: 3,500 writes and 5,500 reads per second per prefix); the prefix is the bucket
-plus the first key component, an approximation of S3's partitioning.
+Scheduling is incremental: each task is placed once, with a heap of worker end times,
+so a phase of N tasks costs O(N log workers) to model (100,000 completions in seconds).
+
+Three resources bound a phase, and the model takes the binding one:
+
+* latency and parallelism: the virtual clocks above;
+* the client's CPU: a request costs ``client_cpu_per_request`` of CPU (botocore builds,
+  signs and parses it), and one Python process runs one thread at a time (the GIL), so
+  the requests of an executor also queue on ``client_cores`` CPU lanes. A task ends no
+  earlier than its CPU could be done; the phase no earlier than all its requests' CPU
+  divided by ``client_cores``;
+* the store's request-rate limit per prefix (S3: 3,500 writes and 5,500 reads per second
+  per prefix); the prefix is the bucket plus the first key component, an approximation of
+  S3's partitioning.
 
 Two ways to meter:
 
 * :func:`attach_botocore` registers event hooks on a boto3/botocore client: one charge per
-  HTTP request, named by S3 operation (exact counts); bytes from the request/response
-  (CopyObject's source size through ``size_of``).
-* :class:`MeteredStore` wraps any :class:`~outcommit.store.Store`: one charge per store call
-  (and per multipart call), priced with the same model; for stores whose SDK has no hooks
+  HTTP request *attempt* (a retried request is charged again), named by S3 operation, with
+  bytes from the request/response (CopyObject's source size through ``size_of``).
+* :class:`MeteredStore` wraps any :class:`~outcommit.store.Store`: one charge per request
+  the store call makes where that is known (a recursive delete: its listing and one
+  request per batch), priced with the same model; for stores whose SDK has no hooks
   (``rename_copies`` prices a rename as a server-side copy of the file's bytes).
 
-Parameters are explicit; :meth:`CostModel.describe` prints them with the results.
+Parameters are explicit; :meth:`CostModel.describe` prints them with the results, and
+:func:`measure_client_cpu` measures the client CPU per request against a server running in
+another process (its CPU is not the client's).
 """
 
 from __future__ import annotations
@@ -39,7 +53,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from outcommit.capabilities import Capabilities
@@ -56,6 +70,13 @@ class CostModel:
     name: str = "s3"
     #: Fixed cost of every request (round trip + service time), seconds.
     request_latency: float = 0.030
+    #: Client CPU of one request (serialise, sign, send, parse), seconds. 0 leaves it out;
+    #: benchmarks measure it (:func:`measure_client_cpu`) and print it.
+    client_cpu_per_request: float = 0.0
+    #: CPU lanes for that work: one Python process runs one thread at a time (the GIL).
+    client_cores: int = 1
+    #: Requests in flight at most (the HTTP connection pool); 0: as many as threads.
+    connections: int = 0
     #: Client -> store bytes per second, per connection (PUT, UploadPart).
     upload_bandwidth: float = 100 * MB
     #: Store -> client bytes per second, per connection (GET).
@@ -69,11 +90,22 @@ class CostModel:
     rename_copies: bool = True
 
     def price(self, upload: int = 0, download: int = 0, copied: int = 0) -> float:
-        return (self.request_latency + upload / self.upload_bandwidth
+        return (self.request_latency + self.client_cpu_per_request + upload / self.upload_bandwidth
                 + download / self.download_bandwidth + copied / self.copy_bandwidth)
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)
+
+    def connection_bound(self, requests: int, serial: int = 0) -> float:
+        """The least time ``requests`` independent requests need on ``connections``
+        connections (latency only), plus ``serial`` requests that must follow them."""
+        if self.connections <= 0:
+            raise ValueError("connection_bound needs a model with connections > 0")
+        return requests * self.request_latency / self.connections + serial * self.request_latency
+
+    def cpu_bound(self, requests: int) -> float:
+        """The least time the client's CPU needs for ``requests`` requests."""
+        return requests * self.client_cpu_per_request / max(1, self.client_cores)
 
 
 # S3 operations that write (rate-limited at 3,500/s per prefix); everything else reads.
@@ -87,43 +119,72 @@ _LISTINGS = {"ListObjectsV2", "ListObjects", "ListMultipartUploads", "ListParts"
              "list_files", "multipart.list_pending"}
 
 
-@dataclass
+@dataclass(eq=False)
 class _Task:
+    index: int
     submitted_at: float
     future: Future[Any] | None = None
     cost: float = 0.0
+    cpu: float = 0.0
     end: float | None = None
 
 
-@dataclass
 class _Schedule:
-    """List scheduling of one executor's tasks onto its virtual workers, in submit order."""
+    """List scheduling of one executor's tasks onto its virtual workers, in submit order.
 
-    workers: int
-    tasks: list[_Task] = field(default_factory=list)
-    free: list[float] = field(default_factory=list)
-    computed: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    Incremental: tasks are placed once each, in submit order, as their results are taken;
+    ``free`` holds the end times of the busy workers (a heap), ``cpu_free`` when the
+    client's CPU lanes are next free. A placed task drops its future (memory stays
+    proportional to the tasks not yet placed, not to all tasks ever submitted).
+    """
+
+    def __init__(self, workers: int, cores: int) -> None:
+        self.workers = max(1, workers)
+        self.cores = max(1, cores)
+        self.tasks: list[_Task | None] = []
+        self.free: list[float] = []
+        self.cpu_free = 0.0
+        self.computed = 0
+        self.latest = 0.0
+        self.lock = threading.Lock()
+
+    def add(self, submitted_at: float) -> _Task:
+        with self.lock:
+            task = _Task(index=len(self.tasks), submitted_at=submitted_at)
+            self.tasks.append(task)
+            return task
+
+    def _place(self, task: _Task) -> None:
+        if len(self.free) < self.workers:
+            start = task.submitted_at
+        else:
+            start = max(task.submitted_at, heapq.heappop(self.free))
+        task.end = start + task.cost
+        if task.cpu > 0:
+            # The task's requests need the CPU too; one lane per core, shared by all workers.
+            self.cpu_free = max(self.cpu_free, start) + task.cpu / self.cores
+            task.end = max(task.end, self.cpu_free)
+        heapq.heappush(self.free, task.end)
+        self.latest = max(self.latest, task.end)
 
     def end_of(self, target: _Task | None) -> float:
         """Virtual end of ``target`` (None: of every task), waiting for earlier tasks to run."""
         with self.lock:
-            upto = len(self.tasks) if target is None else self.tasks.index(target) + 1
-            earlier = [t.future for t in self.tasks[:upto] if t.future is not None]
+            upto = len(self.tasks) if target is None else target.index + 1
+            earlier = [t.future for t in self.tasks[self.computed:upto]
+                       if t is not None and t.future is not None]
         wait_futures(earlier)  # outside the lock: a running task may still submit more
         with self.lock:
             while self.computed < upto:
                 task = self.tasks[self.computed]
-                if len(self.free) < self.workers:
-                    start = task.submitted_at
-                else:
-                    start = max(task.submitted_at, heapq.heappop(self.free))
-                task.end = start + task.cost
-                heapq.heappush(self.free, task.end)
+                assert task is not None
+                self._place(task)
+                task.future = None
+                self.tasks[self.computed] = None
                 self.computed += 1
             if target is not None:
                 return target.end or 0.0
-            return max((t.end or 0.0 for t in self.tasks[:upto]), default=0.0)
+            return self.latest
 
 
 _ACTIVE: Meter | None = None
@@ -137,22 +198,27 @@ def _submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **k
     meter = _ACTIVE
     if meter is None:
         return _ORIGINAL_SUBMIT(self, fn, *args, **kwargs)
-    schedule = self.__dict__.setdefault("_outcommit_schedule", _Schedule(self._max_workers))
-    task = _Task(submitted_at=meter.now())
+    schedule = self.__dict__.get("_outcommit_schedule")
+    if schedule is None:
+        workers = self._max_workers
+        if meter.model.connections > 0:
+            workers = min(workers, meter.model.connections)
+        schedule = self.__dict__.setdefault("_outcommit_schedule",
+                                            _Schedule(workers, meter.model.client_cores))
+    task = schedule.add(meter.now())
 
     def run() -> Any:
-        saved = meter.now()
-        meter._set(0.0)
+        saved, saved_cpu = meter.now(), meter.cpu()
+        meter._set(0.0, 0.0)
         try:
             return fn(*args, **kwargs)
         finally:
-            task.cost = meter.now()
-            meter._set(saved)
+            task.cost, task.cpu = meter.now(), meter.cpu()
+            meter._set(saved, saved_cpu)
 
     with schedule.lock:
         future = _ORIGINAL_SUBMIT(self, run)
         task.future = future
-        schedule.tasks.append(task)
     future._outcommit = (schedule, task, meter)  # type: ignore[attr-defined]
     return future
 
@@ -194,14 +260,20 @@ class Meter:
             self.prefix_reads: Counter[str] = Counter()
             self.modelled_seconds = 0.0
             self.wall_seconds = 0.0
-        self._set(0.0)
+        self._set(0.0, 0.0)
 
     # -- virtual clock ---------------------------------------------------------------------------
     def now(self) -> float:
         return float(getattr(self._local, "now", 0.0))
 
-    def _set(self, value: float) -> None:
+    def cpu(self) -> float:
+        """Client CPU charged by this thread (since its task began)."""
+        return float(getattr(self._local, "cpu", 0.0))
+
+    def _set(self, value: float, cpu: float | None = None) -> None:
         self._local.now = value
+        if cpu is not None:
+            self._local.cpu = cpu
 
     def _advance_to(self, value: float) -> None:
         self._set(max(self.now(), value))
@@ -219,14 +291,24 @@ class Meter:
             if operation in _LISTINGS:
                 self.listings += 1
             (self.prefix_writes if operation in _WRITES else self.prefix_reads)[prefix] += 1
-        self._set(self.now() + cost)
+        self._set(self.now() + cost, self.cpu() + self.model.client_cpu_per_request)
         return cost
+
+    def charge_bytes(self, *, download: int = 0) -> None:
+        """Bytes of a request already charged (a GET's body, known once it answered)."""
+        with self._lock:
+            self.bytes_downloaded += download
+        self._set(self.now() + download / self.model.download_bandwidth)
 
     def rate_bound(self) -> float:
         """The least time the counted requests need under the per-prefix rate limits."""
         writes = max(self.prefix_writes.values(), default=0) / self.model.write_requests_per_prefix
         reads = max(self.prefix_reads.values(), default=0) / self.model.read_requests_per_prefix
         return max(writes, reads)
+
+    def cpu_bound(self) -> float:
+        """The least time the client's CPU needs for every counted request."""
+        return self.model.cpu_bound(self.total_requests)
 
     @contextmanager
     def measure(self) -> Iterator[Meter]:
@@ -250,7 +332,7 @@ class Meter:
                 ThreadPoolExecutor.shutdown = _ORIGINAL_SHUTDOWN  # type: ignore[method-assign]
                 Future.result = _ORIGINAL_RESULT  # type: ignore[method-assign]
                 _ACTIVE = None
-            self.modelled_seconds = max(self.now(), self.rate_bound())
+            self.modelled_seconds = max(self.now(), self.rate_bound(), self.cpu_bound())
 
     @property
     def total_requests(self) -> int:
@@ -287,10 +369,13 @@ def _prefix(bucket: str, key: str) -> str:
 
 def attach_botocore(client: Any, meter: Meter,
                     size_of: Callable[[str, str], int] | None = None) -> Callable[[], None]:
-    """Meter every request of a boto3/botocore S3 client; returns a function that detaches.
+    """Meter every HTTP request of a boto3/botocore S3 client; returns a function that detaches.
 
-    ``size_of(bucket, key)`` gives a CopyObject source's size (e.g. a HEAD through another,
-    unmetered client); without it copies are priced as zero bytes.
+    Charged per attempt (botocore's ``needs-retry`` event follows every attempt, the last
+    one included), so a retried request costs what it cost, and an error answer (404,
+    412) costs a request too. ``size_of(bucket, key)`` gives a CopyObject source's size
+    (e.g. a HEAD through another, unmetered client); without it copies are priced as zero
+    bytes.
     """
     def before(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         operation = model.name
@@ -307,33 +392,74 @@ def attach_botocore(client: Any, meter: Meter,
                                      "copied": copied, "prefix": _prefix(bucket, key or
                                                                          str(params.get("Prefix", "")))}
 
-    def after(http_response: Any, parsed: Any, model: Any, context: dict[str, Any], **_: Any) -> None:
-        pending = context.pop("outcommit.cost", None)
+    def attempt(request_dict: dict[str, Any], response: Any = None, **_: Any) -> None:
+        pending = (request_dict.get("context") or {}).get("outcommit.cost")
         if pending is None:
-            return
+            return None
         download = 0
-        if model.name == "GetObject" and isinstance(parsed, dict):
-            download = int(parsed.get("ContentLength") or 0)
+        if pending["operation"] == "GetObject" and isinstance(response, tuple):
+            parsed = response[1]
+            if isinstance(parsed, dict):
+                download = int(parsed.get("ContentLength") or 0)
         meter.charge(pending["operation"], upload=pending["upload"], download=download,
                      copied=pending["copied"], prefix=pending["prefix"])
+        return None  # never a retry decision: botocore's own handlers make that
 
     events = client.meta.events
     events.register("before-parameter-build.s3", before, unique_id=f"outcommit-cost-b-{id(meter)}")
-    events.register("after-call.s3", after, unique_id=f"outcommit-cost-a-{id(meter)}")
+    events.register("needs-retry.s3", attempt, unique_id=f"outcommit-cost-a-{id(meter)}")
 
     def detach() -> None:
         events.unregister("before-parameter-build.s3", unique_id=f"outcommit-cost-b-{id(meter)}")
-        events.unregister("after-call.s3", unique_id=f"outcommit-cost-a-{id(meter)}")
+        events.unregister("needs-retry.s3", unique_id=f"outcommit-cost-a-{id(meter)}")
 
     return detach
+
+
+def measure_client_cpu(client: Any, bucket: str, requests: int = 200, threads: int = 1) -> float:
+    """Client CPU seconds per S3 request of ``client`` on this machine (CompleteMultipartUpload).
+
+    The server must run in *another process* (``time.process_time`` counts this process
+    only, so its CPU is not counted). ``requests`` uploads of one small part are prepared
+    untimed; then their completions are timed, ``threads`` at a time: process CPU time
+    divided by requests. Completion is what a job commit sends most.
+    """
+    prepared = []
+    for index in range(requests):
+        key = f"__outcommit-cpu-probe/{index}"
+        upload = client.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        etag = client.upload_part(Bucket=bucket, Key=key, UploadId=upload, PartNumber=1,
+                                  Body=b"x" * 64)["ETag"]
+        prepared.append((key, upload, etag))
+
+    def complete(item: tuple[str, str, str]) -> None:
+        key, upload, etag = item
+        client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+
+    started = time.process_time()
+    if threads <= 1:
+        for item in prepared:
+            complete(item)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(complete, prepared))
+    cpu = time.process_time() - started
+    for start in range(0, len(prepared), 1000):
+        client.delete_objects(Bucket=bucket, Delete={
+            "Objects": [{"Key": k} for k, _, _ in prepared[start:start + 1000]], "Quiet": True})
+    return cpu / requests
 
 
 # -- any store: one charge per store call ------------------------------------------------------------------
 class MeteredStore(Store):
     """Delegates to ``inner`` and charges each store and multipart call to ``meter``.
 
-    Counts are per *store call*, not per HTTP request (a paged listing is one call); use
-    :func:`attach_botocore` where the SDK has hooks and HTTP-level counts matter.
+    Counts are per *store call* where a call is one request, and per request where a call
+    is known to make several: a recursive delete is its listing plus one request per
+    1,000 files (batch delete) or per file; a copying ``rename_dir`` its listing plus one
+    copy per file. A paged listing is one call; use :func:`attach_botocore` where the SDK
+    has hooks and HTTP-level counts matter.
     """
 
     def __init__(self, inner: Store, meter: Meter) -> None:
@@ -415,8 +541,22 @@ class MeteredStore(Store):
         self.inner.mkdirs(path)  # free: no request on object stores; cheap elsewhere
 
     def delete(self, path: str, recursive: bool = False) -> None:
-        self._charge("delete", path)
+        if not recursive:
+            self._charge("delete", path)
+        else:
+            files = self.inner.list_files(path)  # what the store's own listing will find
+            self._charge("list_files", path)
+            if self.inner.batch_delete() is not None:
+                for _batch in range(0, max(len(files), 1), 1000):
+                    self._charge("delete_many", path)
+            else:
+                for _ in range(max(len(files), 1)):
+                    self._charge("delete", path)
         self.inner.delete(path, recursive)
+
+    def delete_empty_dir(self, path: str) -> None:
+        self._charge("delete", path)
+        self.inner.delete_empty_dir(path)
 
     def delete_many(self, paths: Sequence[str]) -> None:
         """Charged per batch: one request deletes up to 1,000 files (S3 DeleteObjects)."""
@@ -439,6 +579,7 @@ class MeteredStore(Store):
 
     def rename_dir(self, src: str, dst: str) -> None:
         if self.meter.model.rename_copies:
+            self._charge("list_files", src)
             for f in self.inner.list_files(src):  # one copy request per file
                 self._charge("rename_file", f.path, copied=f.size)
         else:
@@ -454,6 +595,7 @@ class _MeteredMultipart(MultipartUploads):
     def __init__(self, owner: MeteredStore, inner: MultipartUploads) -> None:
         self.owner = owner
         self.inner = inner
+        self.part_size = inner.part_size
 
     def initiate(self, path: str) -> str:
         self.owner._charge("multipart.initiate", path)
@@ -477,4 +619,4 @@ class _MeteredMultipart(MultipartUploads):
         return self.inner.list_pending(directory)
 
 
-__all__ = ["CostModel", "Meter", "MeteredStore", "attach_botocore"]
+__all__ = ["CostModel", "Meter", "MeteredStore", "attach_botocore", "measure_client_cpu"]

@@ -152,3 +152,57 @@ def test_v2_job_commit_of_another_job_is_still_refused(dest: str) -> None:
     committer.commit_job(job, [run_task(committer, job, 0, files_of(0))])
     with pytest.raises(outcommit.JobCommitError, match="not active"):
         committer.commit_job(JobContext(dest), [])
+
+
+@pytest.mark.parametrize("name", ["v1", "v2"])
+def test_a_merge_rename_that_happened_but_raised_is_not_a_failed_job(dest: str, name: str) -> None:
+    """The rename took effect and its response was lost: merging must carry on (fault matrix
+    cell ``store/rename/job-rename/ambiguous-x1``), not fail with no source left."""
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    def lost_response(message: str) -> BaseException:
+        return ConnectionResetError(f"connection reset after the rename ({message})")
+
+    def lose_next_rename_response() -> None:
+        store.faults[:] = [Fault(op, when="after", times=1, error=lost_response)
+                           for op in ("rename_file", "rename_dir")]
+
+    inner = outcommit.open_store(dest)
+    root = inner.strip(dest)
+    store = FaultInjectingStore(inner)
+    committer = outcommit.create_committer(dest, {"outcommit.retry.backoff-ms": "0"}, name,
+                                           store=store)
+    job = JobContext(dest, config=committer.config)
+    committer.setup_job(job)
+    if name == "v2":  # v2 merges at task commit, v1 at job commit
+        lose_next_rename_response()
+    messages = [run_task(committer, job, i, files_of(i)) for i in range(2)]
+    if name == "v1":
+        lose_next_rename_response()
+    committer.commit_job(job, messages)
+    assert sum(f.fired for f in store.faults) == 1
+    assert visible_files(inner, root) == {**files_of(0), **files_of(1)}
+    report = outcommit.load_success(inner, f"{root}/_SUCCESS")
+    assert sorted(report.filenames) == sorted(inner.url(f"{root}/{rel}")
+                                              for rel in {**files_of(0), **files_of(1)})
+    assert leftovers(inner, root) == []
+
+
+def test_v2_success_without_messages_lists_only_the_jobs_files(dest: str) -> None:
+    """Hadoop's flow (job commit discovers the tasks): _SUCCESS lists what this job
+    published, not the data of earlier jobs in the destination."""
+    config = {"outcommit.committer.conflict-mode": "append"}
+    store = outcommit.open_store(dest)
+    root = store.strip(dest)
+    store.write_bytes(f"{root}/old.txt", b"before the job")
+    committer = outcommit.create_committer(dest, config, "v2")
+    job = JobContext(dest, config=committer.config)
+    committer.setup_job(job)
+    for i in range(2):
+        run_task(committer, job, i, files_of(i))
+    summary = committer.commit_job(job)  # no messages
+    ours = sorted(store.url(f"{root}/{rel}") for rel in {**files_of(0), **files_of(1)})
+    assert sorted(summary.filenames) == ours
+    assert sorted(outcommit.load_success(store, f"{root}/_SUCCESS").filenames) == ours
+    assert visible_files(store, root) == {"old.txt": b"before the job", **files_of(0), **files_of(1)}
+    assert leftovers(store, root) == []

@@ -328,3 +328,137 @@ def test_a_logged_file_that_is_gone_is_reported(tmp_path: Path) -> None:
     with pytest.raises(CorruptFileError, match=r"names 1 file\(s\) that are gone"):
         streaming.committed_files(url)
     assert len(streaming.committed_files(url, verify=False)) == len(streaming.committed_batches(url)[0].files)
+
+
+# -- a log create retried after its first response was lost ----------------------------------------
+
+def lose_log_create_responses(sink: StreamingSink, monkeypatch: pytest.MonkeyPatch,
+                              replace: Any = None) -> list[str]:
+    """Wrap the sink's real store: a batch log entry's exclusive create is performed and then
+    answered with FileExistsError, as a client (botocore, gcsfs, the Azure SDK) retrying a
+    request whose first response was lost gets 412/409. ``replace(path)`` gives other bytes
+    to create instead (a corrupt entry, or another writer's that got there first)."""
+    store = sink.store
+    assert store.has_capability("fs.create.exclusive"), "the log would not use create_exclusive"
+    real = store.create_exclusive
+    hit: list[str] = []
+
+    def lossy(path: str, data: bytes) -> None:
+        is_entry = f"/{streaming.LOG_DIR}/" in path and f"/{streaming.LOG_DIR}/_jobs/" not in path
+        real(path, replace(path) if is_entry and replace is not None else data)
+        if is_entry:
+            hit.append(path)
+            raise FileExistsError(path)
+
+    monkeypatch.setattr(store, "create_exclusive", lossy)
+    return hit
+
+
+def test_a_log_create_whose_response_was_lost_keeps_the_batch(target: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retried create sees its own entry: success, not 'someone else', and nothing deleted."""
+    url, config, _ = target
+    sink = sink_for(target, compact_interval=2)  # batch 1 is a compaction: both entry kinds
+    hit = lose_log_create_responses(sink, monkeypatch)
+    for batch_id in range(3):
+        outcome = sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id))
+        assert not outcome.replayed
+    assert [p.rsplit("/", 1)[1] for p in hit] == ["0.json", "1.compact.json", "2.json"]
+    assert_exactly_once(url, config, range(3))
+    restarted = sink_for(target, compact_interval=2)
+    assert restarted.commit_batch(2, run_batch(restarted, "run-b", 2)).replayed
+    assert_exactly_once(url, config, range(3))
+
+
+def test_an_unreadable_entry_after_a_lost_create_response_deletes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "manifest")
+    lose_log_create_responses(sink, monkeypatch, replace=lambda _path: b"{ torn")
+    with pytest.raises(CorruptFileError, match=r"_outcommit_log/0\.json.*not valid JSON"):
+        sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    store = open_store(url, {})
+    dest = store.strip(url)
+    published = visible_files(store, dest)
+    (record,) = streaming.BatchLog(store, dest).jobs()
+    assert record.files and sorted(f.path for f in record.files) == sorted(published)
+
+
+def test_another_jobs_entry_after_a_lost_create_response_rolls_ours_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer's entry got there first: that one stands and ours goes."""
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "manifest")
+
+    def theirs(_path: str) -> bytes:
+        entry = streaming.BatchEntry(0, QUERY, f"{QUERY}-b0-rother", "manifest", (), 0.0)
+        return json.dumps(entry.to_dict()).encode()
+
+    lose_log_create_responses(sink, monkeypatch, replace=theirs)
+    with pytest.raises(streaming.BatchAlreadyCommitted, match="by someone else"):
+        sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    store = open_store(url, {})
+    assert not visible_files(store, store.strip(url)), "our rolled back files stayed"
+    assert streaming.BatchLog(store, store.strip(url)).jobs() == []
+
+
+# -- job records are evidence, not orders -------------------------------------------------------------
+
+def test_a_tampered_job_record_deletes_only_what_its_job_wrote(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    dest = tmp_path / "out"
+    sink = StreamingSink(url, {}, "manifest")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    committed = streaming.committed_batches(url)[0].files[0].path
+    (dest / "other").mkdir()
+    (dest / "other" / "data.parquet").write_bytes(b"not ours")
+    (dest / "other" / "part-00000-000-zombie-a0.parquet").write_bytes(b"the zombie's")
+    (dest / "_outcommit_log" / "_jobs").mkdir(exist_ok=True)
+    named = [committed, "_outcommit_log/0.json", "other/data.parquet",
+             "other/part-00000-000-zombie-a0.parquet"]
+    (dest / "_outcommit_log" / "_jobs" / "zombie.json").write_text(json.dumps(
+        {"format": "outcommit.streaming.Job/1", "jobId": "zombie", "batchId": 0,
+         "files": [{"path": p, "size": 1, "rows": 1} for p in named]}))
+    outcome = sink.commit_batch(1, run_batch(sink, "run-a", 1))
+    assert outcome.rolled_back == ["zombie"]
+    assert (dest / committed).exists(), "a committed batch's file was deleted"
+    assert (dest / "_outcommit_log" / "0.json").exists(), "a log entry was deleted"
+    assert (dest / "other" / "data.parquet").exists(), "a file the job did not write was deleted"
+    assert not (dest / "other" / "part-00000-000-zombie-a0.parquet").exists()
+    assert logged_ids(url, {}) == expected_ids(range(2))
+
+
+@pytest.mark.parametrize(("record", "name", "field"), [
+    ({"batchId": 2}, "bad", "jobId"),
+    ({"jobId": "../../x", "batchId": 2}, "bad", "jobId"),
+    ({"jobId": "bad", "batchId": "2"}, "bad", "batchId"),
+    ({"jobId": "bad", "batchId": 2, "files": "part-0.parquet"}, "bad", "files"),
+    ({"jobId": "bad", "batchId": 2, "runId": 7}, "bad", "runId"),
+    ({"jobId": "someone-else", "batchId": 2}, "bad", "jobId"),
+    ({"jobId": "bad", "batchId": 0, "files": [{"path": "../outside.parquet", "size": 1, "rows": 1}]},
+     "bad", "files.path"),
+])
+def test_a_corrupt_job_record_is_reported_not_acted_on(tmp_path: Path, record: dict[str, Any],
+                                                       name: str, field: str) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "manifest")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    jobs = tmp_path / "out" / "_outcommit_log" / "_jobs"
+    jobs.mkdir(exist_ok=True)
+    (jobs / f"{name}.json").write_text(json.dumps({"format": "outcommit.streaming.Job/1", **record}))
+    with pytest.raises(CorruptFileError, match=rf"_jobs/{name}\.json: field '{field}'"):
+        sink.commit_batch(1, run_batch(sink, "run-a", 1))
+    assert logged_ids(url, {}) == expected_ids(range(1))
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("metrics", [1]), ("committedAt", "yesterday"), ("jobId", 7), ("queryId", {"q": 1}),
+    ("batchId", True)])
+def test_a_corrupt_log_entry_field_is_reported(tmp_path: Path, key: str, value: Any) -> None:
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, {}, "v1")
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    path = tmp_path / "out" / "_outcommit_log" / "0.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), key: value}))
+    with pytest.raises(CorruptFileError, match=rf"0\.json: field '{key}'"):
+        streaming.committed_batches(url)

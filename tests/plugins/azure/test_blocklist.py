@@ -163,14 +163,17 @@ def test_tampered_pendingsets_are_refused_before_anything_is_committed(
     committer.abort_job(job)
 
 
+@pytest.mark.parametrize("ours", [b"ours", b""], ids=["file", "empty-file"])
 def test_conflict_mode_fail_never_replaces_a_file_that_appears_during_commit(
-        azure_root: str, azure_config: dict) -> None:
+        azure_root: str, azure_config: dict, ours: bytes) -> None:
+    """An empty file's block list is empty, like any blob put whole: its metadata, not its
+    list, proves whose it is (without it, the refused commit passed for ours)."""
     config = {**azure_config, "outcommit.committer.conflict-mode": "fail"}
     store = FaultInjectingStore(open_store(azure_root, config))
     committer = create_committer(azure_root, config, store=store)
     job = JobContext(azure_root, config=committer.config)
     committer.setup_job(job)
-    message = run_task(committer, job, 0, {"a.bin": b"ours", "b.bin": b"ours"})
+    message = run_task(committer, job, 0, {"a.bin": b"ours", "b.bin": ours})
     root = store.strip(azure_root)
     appeared: list[str] = []
 
@@ -191,6 +194,25 @@ def test_conflict_mode_fail_never_replaces_a_file_that_appears_during_commit(
     assert visible_files(view, view.strip(azure_root)) == {"b.bin": b"theirs"}
 
 
+def test_abort_keeps_a_blob_put_whole_where_an_empty_file_was_never_committed(
+        azure_root: str, azure_config: dict) -> None:
+    """abort_job deletes only what this job completed: a blob put whole (empty committed
+    list) where the job's empty file was to go is not the job's."""
+    root_view = open_store(azure_root, azure_config)
+    root = root_view.strip(azure_root)
+    root_view.write_bytes(f"{root}/b.bin", b"pre-existing data")
+    config = {**azure_config, "outcommit.committer.conflict-mode": "append"}
+    store = FaultInjectingStore(open_store(azure_root, config), [Fault("blocklist.complete", times=-1)])
+    committer = create_committer(azure_root, config, store=store)
+    job = JobContext(azure_root, config=committer.config)
+    committer.setup_job(job)
+    message = run_task(committer, job, 0, {"a.bin": b"ours", "b.bin": b""})
+    with pytest.raises(CommitError):
+        committer.commit_job(job, [message])   # every completion fails
+    committer.abort_job(job)
+    assert visible_files(root_view, root) == {"b.bin": b"pre-existing data"}
+
+
 def test_repeated_job_commit_recognises_its_own_files(azure_root: str, azure_config: dict) -> None:
     config = {**azure_config, "outcommit.committer.conflict-mode": "fail"}
     store = FaultInjectingStore(open_store(azure_root, config),
@@ -198,12 +220,13 @@ def test_repeated_job_commit_recognises_its_own_files(azure_root: str, azure_con
     committer = create_committer(azure_root, config, store=store)
     job = JobContext(azure_root, config=committer.config)
     committer.setup_job(job)
-    message = run_task(committer, job, 0, {f"f{i}.bin": b"%d" % i for i in range(4)})
+    files = {**{f"f{i}.bin": b"%d" % i for i in range(4)}, "empty.bin": b""}
+    message = run_task(committer, job, 0, files)
     with pytest.raises(CommitError):
         committer.commit_job(job, [message])
-    committer.commit_job(job, [message])  # If-None-Match refuses; the block list proves ours
+    committer.commit_job(job, [message])  # If-None-Match refuses; block list/metadata prove ours
     view = open_store(azure_root, azure_config)
-    assert visible_files(view, view.strip(azure_root)) == {f"f{i}.bin": b"%d" % i for i in range(4)}
+    assert visible_files(view, view.strip(azure_root)) == files
 
 
 def test_uploads_cli_lists_uncommitted_names_and_says_why_it_cannot_abort(
@@ -220,3 +243,21 @@ def test_uploads_cli_lists_uncommitted_names_and_says_why_it_cannot_abort(
     assert f"{azure_root}/staged.bin" in capsys.readouterr().out
     assert main(["uploads", "abort", azure_root, "--force", *conf]) == 2
     assert "cannot abort uncommitted blocks" in capsys.readouterr().err
+
+
+def test_conflict_mode_replace_replaces_the_old_data(azure_root: str, azure_config: dict) -> None:
+    """Found by the fault matrix (driver/*/replace): the check that every upload is still
+    pending before old data is deleted compared upload ids, which Azure's listing of
+    uncommitted names does not have, and refused every replace."""
+    config = {**azure_config, "outcommit.committer.conflict-mode": "replace"}
+    view = open_store(azure_root, config)
+    root = view.strip(azure_root)
+    view.write_bytes(f"{root}/old.txt", b"before the job")
+    committer = create_committer(azure_root, config, "blocklist")
+    job = JobContext(azure_root, config=committer.config)
+    committer.setup_job(job)
+    files = [{f"part-{i}.txt": f"task {i}".encode()} for i in range(2)]
+    summary = committer.commit_job(job, [run_task(committer, job, i, files[i]) for i in range(2)])
+    assert summary.metrics["conflict.deleted"] == 1
+    assert visible_files(view, root) == {**files[0], **files[1]}
+    assert leftovers(view, root) == []

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
-from s3_helpers import start
+from s3_helpers import outcome, run_task, start
 
 import outcommit
 from outcommit import JobContext
@@ -96,3 +99,40 @@ def test_recovering_from_a_corrupt_pendingset_is_a_corrupt_file_error(name, conf
     with pytest.raises(outcommit.CorruptFileError, match="not valid JSON"):
         committer.recover_task(next_job.task_attempt(0))
     committer.abort_job(next_job)
+
+
+# A driver in its own process: job commit of the job given on stdin, killed (SIGKILL)
+# right after its first multipart completion took effect.
+KILLED_DRIVER = """
+import json, sys
+import outcommit
+from outcommit.testing.faults import Fault, FaultInjectingStore, kill_process
+args = json.load(sys.stdin)
+store = FaultInjectingStore(outcommit.open_store(args["url"], args["config"]),
+                            [Fault("multipart.complete", when="after", error=kill_process)])
+committer = outcommit.create_committer(args["url"], args["config"], args["name"], store=store)
+committer.commit_job(outcommit.JobContext.from_dict(args["job"]), args["messages"])
+"""
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_next_job_attempt_recovers_under_fail_after_the_driver_died_mid_commit(name, config, s3_root):
+    """Conflict mode 'fail' must not take the job's own completed uploads for foreign data
+    (fault matrix cell ``driver/publish@1/recover/fail``)."""
+    url = f"{s3_root}/recover-fail"
+    config = {**config, "outcommit.committer.conflict-mode": "fail", "outcommit.committer.threads": "1"}
+    committer, job = start(url, config, name)
+    files = [{f"part-{i}.txt": f"task {i}".encode()} for i in range(2)]
+    messages = [run_task(committer, job, i, files[i]) for i in range(2)]
+    died = subprocess.run([sys.executable, "-c", KILLED_DRIVER], text=True, capture_output=True,
+                          input=json.dumps({"url": url, "config": config, "name": name,
+                                            "job": job.to_dict(), "messages": messages}))
+    assert died.returncode == -9, died.stderr
+    assert len(outcome(url, config)[0]) == 1  # one upload completed before the kill
+
+    restarted = outcommit.create_committer(url, config, name)
+    next_job = job.next_attempt()
+    restarted.setup_job(next_job)
+    assert all(restarted.recover_task(next_job.task_attempt(i)) for i in range(2))
+    restarted.commit_job(next_job)
+    assert outcome(url, config) == ({**files[0], **files[1]}, [])

@@ -134,3 +134,13 @@ def test_unsupported_or_misspelled_encryption_is_refused(s3_config, s3_root):
         start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-C"})
     with pytest.raises(outcommit.ConfigError, match="use SSE-S3, SSE-KMS or DSSE-KMS"):
         start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-XYZ"})
+
+
+def test_stores_share_one_botocore_model_loader(s3_config, s3_root):
+    """A new store must not parse botocore's JSON models again (the fault matrix opens
+    hundreds of stores: that parse was half of its CPU time)."""
+    first, second = (outcommit.open_store(s3_root, s3_config) for _ in range(2))
+    assert first.client._client is not second.client._client
+    assert first.client._client._loader is second.client._client._loader
+    first.client.list_objects_v2(Bucket=s3_root.split("/")[2], MaxKeys=1)  # both still work
+    second.client.list_objects_v2(Bucket=s3_root.split("/")[2], MaxKeys=1)

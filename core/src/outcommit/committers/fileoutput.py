@@ -17,6 +17,7 @@ and an abort removes what it had already moved.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,10 +29,14 @@ from ..committer import TEMPORARY_DIR, Committer, JobDirectoryCommitter, is_hidd
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
 from ..progress import Progress
+from ..retry import RetryLater, RetryPolicy
 from ..store import FileInfo
 from ..success import SUCCESS_FILE, SuccessData, load_success
 from . import journal
 
+log = logging.getLogger(__name__)
+#: v2: where each task commit records what it published (inside the job attempt directory).
+TASK_RECORDS_DIR = "_tasks"
 _TASK_ID = re.compile(r"^task_[A-Za-z0-9_.-]+_\d{6}$")
 
 
@@ -215,6 +220,50 @@ class FileOutputCommitterV1(FileOutputCommitter):
         return summary
 
 
+def rename_recovering(committer: Committer, src: FileInfo, dest: str) -> None:
+    """Rename ``src`` (a file or directory) to the free path ``dest``.
+
+    A rename whose response was lost (a reset connection, a timeout) may have happened:
+    merging again would then find no source and fail a job whose output is complete.
+    After a transient failure the store's evidence decides: done (carry on), not done
+    (retried, with the committer's retry policy), or unknown (the real error is raised).
+    """
+    store = committer.store
+
+    def attempt() -> None:
+        try:
+            if src.is_dir:
+                store.rename_dir(src.path, dest)
+            else:
+                store.rename_file(src.path, dest)
+            return
+        except Exception as exc:
+            if not store.is_transient(exc):
+                raise
+            failure = exc
+        if src.is_dir:
+            now = store.info(dest)
+            # An atomic directory rename removes the source as it creates the target.
+            happened = (store.info(src.path) is None and now is not None and now.is_dir
+                        and store.has_capability(caps.RENAME_DIRECTORY_ATOMIC))
+            outcome = "done" if happened else (
+                "not-done" if now is None and store.info(src.path) is not None else "unknown")
+        else:
+            outcome = store.rename_outcome(src.path, dest, src)
+        if outcome == "done":
+            log.info("rename %s -> %s raised (%s) but had happened", src.path, dest, failure)
+            return
+        if outcome == "not-done":
+            raise RetryLater(failure)
+        raise failure
+
+    try:
+        RetryPolicy.from_config(committer.config).call(
+            attempt, retry_if=lambda e: isinstance(e, RetryLater), what=f"rename of {src.path}")
+    except RetryLater as exc:
+        raise exc.cause from None
+
+
 def merge_paths_v1(committer: Committer, src: FileInfo, dest: str) -> None:
     """Hadoop's mergePaths, algorithm 1: rename whole directories where the target is free."""
     store = committer.store
@@ -222,12 +271,12 @@ def merge_paths_v1(committer: Committer, src: FileInfo, dest: str) -> None:
     if not src.is_dir:
         if target is not None:
             store.delete(dest, recursive=True)
-        store.rename_file(src.path, dest)
+        rename_recovering(committer, src, dest)
     elif target is None:
-        store.rename_dir(src.path, dest)
+        rename_recovering(committer, src, dest)
     elif not target.is_dir:
         store.delete(dest)
-        store.rename_dir(src.path, dest)
+        rename_recovering(committer, src, dest)
     else:
         for child in store.list_dir(src.path):
             merge_paths_v1(committer, child, store.join(dest, child.name))
@@ -244,7 +293,7 @@ def merge_paths_v2(committer: Committer, src: FileInfo, dest: str) -> None:
     if not src.is_dir:
         if target is not None:
             store.delete(dest, recursive=True)
-        store.rename_file(src.path, dest)
+        rename_recovering(committer, src, dest)
         return
     if target is not None and not target.is_dir:
         store.delete(dest)
@@ -282,9 +331,23 @@ class FileOutputCommitterV2(FileOutputCommitter):
             for child in self.store.list_dir(attempt_dir):
                 merge_paths_v2(self, child, self.store.join(self.dest, child.name))
         self.store.delete(attempt_dir, recursive=True)
+        # What this task published, for a job commit without messages (Hadoop's flow):
+        # the destination also holds data of earlier jobs, and _SUCCESS lists this job's.
+        record = self.task_record(task.job, task.task_id)
+        self.store.save_json(record, message)
+        self.abandon_if_job_ended(task, [record])
         self.logger(task).info("committed task %s into the destination (%d files)",
                                task.attempt_id, len(files))
         return message
+
+    def task_record(self, job: JobContext, task_id: str) -> str:
+        return self.store.join(self.job_attempt_dir(job), TASK_RECORDS_DIR, f"{task_id}.json")
+
+    def _recorded_messages(self, job: JobContext) -> list[Mapping[str, Any]]:
+        """The messages the job's task commits recorded (one per task: the last commit)."""
+        records = self.store.join(self.job_attempt_dir(job), TASK_RECORDS_DIR)
+        found = [f.path for f in self.store.list_files(records) if f.path.endswith(".json")]
+        return [self.store.load_json(path) for path in sorted(found)]
 
     def recover_task(self, task: TaskAttemptContext) -> bool:
         # The committed output is already in the destination.
@@ -312,15 +375,12 @@ class FileOutputCommitterV2(FileOutputCommitter):
             return done
         files: list[str] = []
         try:
-            if messages is not None:
-                for m in messages:
-                    self._validate_message(job, m)
-                files = self._message_files(messages)
-            else:
-                files = [self.store.url(f.path) for f in self.store.list_files(self.dest)
-                         if not any(is_hidden(p) for p in
-                                    relative_to(f.path, self.dest).split("/"))]
-            summary = self._success(job, files, started, len(messages or []))
+            if messages is None:
+                messages = self._recorded_messages(job)
+            for m in messages:
+                self._validate_message(job, m)
+            files = self._message_files(messages)
+            summary = self._success(job, files, started, len(messages))
         except Exception as exc:
             raise self.failed_commit(job, exc, started, files) from exc
         self.cleanup_job(job)

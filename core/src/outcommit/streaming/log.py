@@ -10,10 +10,14 @@ this is its analogue, in the destination, as JSON::
 
 An entry is created exclusively (create-if-absent) after the batch's job commit made its
 files visible: a batch is committed exactly when its entry exists, and an entry never
-names a file that is not there. A compaction batch writes ``<n>.compact.json`` instead of
-``<n>.json``; it holds every batch up to ``n``, so readers read the newest compaction and
-the entries after it. Entries older than the previous compaction are deleted after a new
-one is written (a reader that listed before has one interval to finish).
+names a file that is not there. A refused create is not proof that someone else committed
+the batch (a client retrying a create whose response was lost is refused its own entry):
+the entry is read, and only another job's entry means "already committed".
+
+A compaction batch writes ``<n>.compact.json`` instead of ``<n>.json``; it holds every
+batch up to ``n``, so readers read the newest compaction and the entries after it.
+Entries older than the previous compaction are deleted after a new one is written (a
+reader that listed before has one interval to finish).
 
 ``_jobs/`` records each job a query started for a batch (written by the first of its
 tasks) and, once the driver knows them, the files its job commit is about to publish:
@@ -47,6 +51,8 @@ JOB_FORMAT = "outcommit.streaming.Job/1"
 DEFAULT_COMPACT_INTERVAL = 10
 _ENTRY = re.compile(r"^(\d{1,19})(\.compact)?\.json$")
 _READ_ATTEMPTS = 3
+#: What ``outcommit.context`` accepts as a job id (a path segment).
+_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 class BatchLogError(CommitError):
@@ -115,17 +121,28 @@ class BatchEntry:
         if not isinstance(data, Mapping) or data.get("format") != BATCH_FORMAT:
             raise CorruptFileError(where, "format", f"not a batch log entry ({BATCH_FORMAT})")
         batch_id, files = data.get("batchId"), data.get("files")
-        if not isinstance(batch_id, int) or batch_id < 0:
+        if not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 0:
             raise CorruptFileError(where, "batchId", "not a batch id")
         if not isinstance(files, list):
             raise CorruptFileError(where, "files", "not a list")
+        for key in ("jobId", "queryId", "committer"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise CorruptFileError(where, key, f"not a string: {value!r}")
         job_id = data.get("jobId")
-        metrics = data.get("metrics") or {}
-        return cls(batch_id=batch_id, query_id=str(data.get("queryId") or ""),
-                   job_id=str(job_id) if job_id else None, committer=str(data.get("committer") or ""),
+        committed_at = data.get("committedAt")
+        if committed_at is not None and (not isinstance(committed_at, (int, float))
+                                         or isinstance(committed_at, bool)):
+            raise CorruptFileError(where, "committedAt", f"not a time: {committed_at!r}")
+        metrics = data.get("metrics")
+        if metrics is not None and not isinstance(metrics, Mapping):
+            raise CorruptFileError(where, "metrics", "not an object")
+        return cls(batch_id=batch_id, query_id=data.get("queryId") or "",
+                   job_id=job_id or None, committer=data.get("committer") or "",
                    files=tuple(CommittedFile.from_dict(f, where) for f in files),
-                   committed_at=float(data.get("committedAt") or 0.0),
-                   metrics={str(k): int(v) for k, v in metrics.items() if isinstance(v, int)})
+                   committed_at=float(committed_at or 0.0),
+                   metrics={str(k): v for k, v in (metrics or {}).items()
+                            if isinstance(v, int) and not isinstance(v, bool)})
 
 
 @dataclass(frozen=True)
@@ -151,10 +168,23 @@ class JobRecord:
     def from_dict(cls, data: Any, where: str) -> JobRecord:
         if not isinstance(data, Mapping) or data.get("format") != JOB_FORMAT:
             raise CorruptFileError(where, "format", f"not a streaming job record ({JOB_FORMAT})")
-        files = data.get("files")
-        return cls(job_id=str(data["jobId"]), batch_id=int(data["batchId"]),
-                   query_id=str(data.get("queryId") or ""), run_id=str(data.get("runId") or ""),
-                   committer=str(data.get("committer") or ""),
+        job_id, batch_id, files = data.get("jobId"), data.get("batchId"), data.get("files")
+        # The job id becomes a path segment (its work areas, its record): refuse anything
+        # that is not an id the sink could have made.
+        if not isinstance(job_id, str) or not _JOB_ID.match(job_id) or job_id in (".", ".."):
+            raise CorruptFileError(where, "jobId", f"not a job id: {job_id!r}")
+        if not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 0:
+            raise CorruptFileError(where, "batchId", f"not a batch id: {batch_id!r}")
+        if files is not None and not isinstance(files, list):
+            raise CorruptFileError(where, "files", "not a list")
+        text = {}
+        for key in ("queryId", "runId", "committer"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise CorruptFileError(where, key, f"not a string: {value!r}")
+            text[key] = value or ""
+        return cls(job_id=job_id, batch_id=batch_id, query_id=text["queryId"], run_id=text["runId"],
+                   committer=text["committer"],
                    files=None if files is None else tuple(CommittedFile.from_dict(f, where) for f in files))
 
 
@@ -253,8 +283,10 @@ class BatchLog:
         if self.store.has_capability(caps.CREATE_EXCLUSIVE):
             self.store.create_exclusive(path, payload)
             return
-        # Stores without create-if-absent (GCS here): checked, then written. Two queries
-        # committing one batch id at once could both pass; one query per destination.
+        # Stores that do not declare create-if-absent (e.g. a GCS server configured with
+        # outcommit.gcs.preconditions=false, which ignores ifGenerationMatch): checked, then
+        # written. Two queries committing one batch id at once could both pass; one query
+        # per destination.
         if self.store.exists(path):
             raise FileExistsError(path)
         self.store.write_atomic(path, payload)
@@ -272,17 +304,59 @@ class BatchLog:
                          "batches": [e.to_dict() for e in [*earlier, entry]]}
         else:
             path, data = self.entry_path(batch_id), entry.to_dict()
-        if self.get(batch_id) is not None:
+        existing = self.get(batch_id)
+        if existing is not None:
+            if self._is_ours(existing, entry, self.store.url(path)):
+                return path
             raise BatchAlreadyCommitted(
-                f"batch {batch_id} is already committed to {self.store.url(self.dest)}")
+                f"batch {batch_id} is already committed to {self.store.url(self.dest)} "
+                f"(job {existing.job_id})")
         try:
             self._create(path, data)
         except FileExistsError:
-            raise BatchAlreadyCommitted(
-                f"batch {batch_id} was committed to {self.store.url(self.dest)} by someone else") from None
+            # Not necessarily someone else's: a client that retries (botocore, gcsfs, the
+            # Azure SDK) after losing the response to a create that succeeded gets 412/409
+            # for its own entry. Only the entry itself tells; if it cannot be read, fail
+            # without touching anything (the caller rolls back only on BatchAlreadyCommitted).
+            found = self._read_created(path, batch_id)
+            if not self._is_ours(found, entry, self.store.url(path)):
+                raise BatchAlreadyCommitted(
+                    f"batch {batch_id} was committed to {self.store.url(self.dest)} by someone "
+                    f"else (job {found.job_id})") from None
+            log.info("batch %d: the log entry %s exists and is this commit's (a retried create "
+                     "whose first response was lost)", batch_id, self.store.url(path))
         if path == self.compact_path(batch_id):
             self.delete_compacted(batch_id)
         return path
+
+    def _read_created(self, path: str, batch_id: int) -> BatchEntry:
+        """The entry of ``batch_id`` that ``path`` (an entry or a compaction) holds now."""
+        where = self.store.url(path)
+        try:
+            if path == self.compact_path(batch_id):
+                found = [e for e in self._load_compact(path) if e.batch_id == batch_id]
+                if len(found) != 1:
+                    raise CorruptFileError(where, "batches", f"does not hold batch {batch_id} once")
+                return found[0]
+            entry = BatchEntry.from_dict(self._load(path), where)
+        except FileNotFoundError:
+            raise BatchLogError(f"{where} was reported to exist and then could not be read: "
+                                f"batch {batch_id}'s commit state is unknown; nothing was "
+                                "deleted") from None
+        if entry.batch_id != batch_id:
+            raise CorruptFileError(where, "batchId", f"{entry.batch_id}, expected {batch_id}")
+        return entry
+
+    @staticmethod
+    def _is_ours(found: BatchEntry, entry: BatchEntry, where: str) -> bool:
+        """Is ``found`` (the batch's entry in the log) the one ``entry`` would have written?"""
+        if found.job_id != entry.job_id or found.query_id != entry.query_id:
+            return False
+        if {f.path for f in found.files} != {f.path for f in entry.files}:
+            # Same job, other files: not something this sink writes. Refuse to guess.
+            raise CorruptFileError(where, "files", f"job {entry.job_id}'s entry names other files "
+                                   "than its commit published")
+        return True
 
     def delete_compacted(self, batch_id: int) -> int:
         """After compaction ``batch_id``: delete what the previous compaction already covers."""
@@ -322,10 +396,15 @@ class BatchLog:
         for info in self.store.list_dir(self.jobs_dir):
             if info.is_dir or not info.name.endswith(".json"):
                 continue
+            where = self.store.url(info.path)
             try:
-                records.append(JobRecord.from_dict(self._load(info.path), self.store.url(info.path)))
+                record = JobRecord.from_dict(self._load(info.path), where)
             except FileNotFoundError:
                 continue  # finished meanwhile
+            if info.name != f"{record.job_id}.json":
+                # Its record is what a rollback forgets: it must be this file.
+                raise CorruptFileError(where, "jobId", f"{record.job_id!r} is not the record's name")
+            records.append(record)
         return sorted(records, key=lambda r: (r.batch_id, r.job_id))
 
     def forget_job(self, job_id: str) -> None:

@@ -21,7 +21,9 @@ Driver side (:meth:`StreamingSink.commit_batch`), with the accepted attempts' re
    are aborted (their uploads with them) and the log entry is returned.
 2. every other job recorded for this batch or an earlier one (a run that died, a
    straggler) is rolled back: ``abort_job`` + ``cleanup_job``, and the files its commit
-   had announced are deleted (only jobs the log does not name as committed);
+   had announced are deleted (only jobs the log does not name as committed, and of their
+   files only those named with the job's id that no committed batch names, never the
+   log's own files: a record is evidence, not an order);
 3. the accepted attempts waiting for the driver are committed, the files about to be
    published are recorded with the job, the job is committed (``_SUCCESS`` off: the log
    entry is the batch's report), and the batch's entry is created exclusively: the
@@ -51,6 +53,7 @@ from ..factory import create_committer, open_store
 from ..store import Store
 from .log import (
     DEFAULT_COMPACT_INTERVAL,
+    LOG_DIR,
     BatchAlreadyCommitted,
     BatchEntry,
     BatchLog,
@@ -243,8 +246,7 @@ class StreamingSink:
         log.warning("rolling back job %s of batch %d (run %s) at %s: it never reached the batch log",
                     record.job_id, record.batch_id, record.run_id, self.destination)
         self._abort(self.job(record.job_id))
-        for file in record.files or ():
-            path = self.log.file_path(file.path)
+        for path in self._deletable(record):
             try:
                 self.store.delete(path)
             except Exception:
@@ -252,6 +254,33 @@ class StreamingSink:
                             record.job_id, exc_info=True)
                 raise
         self._forget(record.job_id)
+
+    def _deletable(self, record: JobRecord) -> list[str]:
+        """The files of ``record`` that a rollback may delete.
+
+        A job record is only evidence, and a record can be stale or tampered with. So only
+        files that the record's own job wrote — every data file's name carries its job id
+        (``part-<task>-<seq>-<jobId>-a<attempt>``) — and that no committed batch names;
+        never the batch log, never outside the destination.
+        """
+        if not record.files:
+            return []
+        committed = {f.path for e in self.log.entries() for f in e.files}
+        marker = f"-{record.job_id}-a"
+        doomed = []
+        for file in record.files:
+            path = self.log.file_path(file.path)  # refuses anything outside the destination
+            relative = path[len(self.log.dest.rstrip("/")) + 1:]
+            parts = relative.split("/")
+            if parts[0] == LOG_DIR or relative in committed or marker not in parts[-1]:
+                log.warning("not deleting %s for the rolled back job %s: %s", self.store.url(path),
+                            record.job_id,
+                            "the batch log" if parts[0] == LOG_DIR else
+                            "a committed batch names it" if relative in committed else
+                            "that job did not write it (its name lacks the job id)")
+                continue
+            doomed.append(path)
+        return doomed
 
     def _abort(self, job: JobContext) -> None:
         self.committer.abort_job(job)

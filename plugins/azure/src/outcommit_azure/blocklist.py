@@ -16,8 +16,11 @@ How it maps onto the multipart interface:
   name's next commit or the service's cleanup). An empty part stages nothing.
 * ``complete`` is one Put Block List of the upload's own ids (any other id is refused:
   a tampered pending file cannot commit another upload's blocks), with ``If-None-Match: *``
-  when asked. A repeated completion is success when the blob's committed block list is
-  exactly these ids (:meth:`AzureBlockLists.holds`, one Get Block List).
+  when asked, and the upload id as the blob's metadata (``outcommit_upload``). A repeated
+  completion is success when the blob's committed block list is exactly these ids
+  (:meth:`AzureBlockLists.holds`, one Get Block List); for an empty file, whose list has
+  no ids, when its metadata names this upload (one Get Blob Properties): any blob put
+  whole also has an empty committed list, so the list alone proves nothing there.
 * ``abort`` commits nothing and deletes nothing: Azure has no request that removes one
   write's uncommitted blocks. Deleting the blob would remove them, but also a blob that
   another writer committed meanwhile (Delete Blob takes no precondition that tells an
@@ -50,6 +53,8 @@ MAX_BLOCKS = 50_000
 MAX_BLOCK_SIZE = 4000 * 1024 * 1024
 #: A part with no bytes stages nothing; an empty file commits an empty block list.
 EMPTY_BLOCK = "empty"
+#: Blob metadata naming the upload a block list was committed by (proves an empty file's).
+UPLOAD_METADATA = "outcommit_upload"
 
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -117,7 +122,8 @@ class AzureBlockLists(BlockLists):
         headers = {"If-None-Match": "*"} if if_none_match else {}
         try:
             result = self._blob(path).commit_block_list([BlobBlock(block_id=i) for i in ids],
-                                                        headers=headers)
+                                                        headers=headers,
+                                                        metadata={UPLOAD_METADATA: upload_id})
             return str(result.get("etag", "")).strip('"')
         except ResourceExistsError:
             if self.holds(path, upload_id, etags):  # our own earlier completion
@@ -142,7 +148,8 @@ class AzureBlockLists(BlockLists):
         check_block_ids(upload_id, etags)
 
     def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
-        """The blob's committed block list is exactly these blocks (one Get Block List)."""
+        """The blob is this upload's: its committed block list is exactly these blocks (one
+        Get Block List), or, for an empty file, its metadata names this upload."""
         from azure.core.exceptions import ResourceNotFoundError
 
         try:
@@ -150,6 +157,9 @@ class AzureBlockLists(BlockLists):
         except ValueError:
             return False
         try:
+            if not ids:  # every blob put whole has an empty committed list too
+                properties = self._blob(path).get_blob_properties()
+                return bool((properties.metadata or {}).get(UPLOAD_METADATA) == upload_id)
             committed, _ = self._blob(path).get_block_list("committed")
         except ResourceNotFoundError:
             return False

@@ -40,14 +40,16 @@ def known_commits(layout: JobLayout, expect: Expectations) -> list[PendingCommit
 
 
 def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_completed: bool,
-             sweep_destination: bool = True, own_aborts: bool = True) -> None:
+             sweep_destination: bool = True, own_aborts: bool = True, end: bool = True) -> None:
     """End the job, abort its uploads (and the destination's orphans), delete its state.
 
     Never raises: it runs on failure paths. ``delete_completed`` (abort after a job
     commit began) also deletes the objects this job completed, proved by their etags.
+    ``end=False``: the job was already ended (a committed job: one request less).
     """
     layout, log = committer.layout(job), committer.logger(job)
-    _logged(log, "deleting the job markers", lambda: end_job(layout, job))
+    if end:
+        _logged(log, "deleting the job markers", lambda: end_job(layout, job))
     if own_aborts:
         def abort_own() -> None:
             started = delete_completed and any(layout.meta.exists(layout.commit_started(job, a))

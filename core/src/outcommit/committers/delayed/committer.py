@@ -35,9 +35,10 @@ from outcommit.success import SuccessData
 
 from . import claims, cleanup, conflicts, pendingsets
 from . import sweep as sweeping
-from .files import Expectations, PendingSet, check_unique, digest
+from .files import Expectations, PendingCommit, PendingSet, digest
 from .layout import RESERVED, JobLayout
 from .operations import CommitOperations, abortable_commits
+from .pendingsets import JobCommits
 from .sweep import Sweep
 
 
@@ -109,12 +110,22 @@ class DelayedCompletionCommitter(Committer):
 
     # -- job lifecycle ------------------------------------------------------------------------------
     def setup_job(self, job: JobContext) -> None:
-        if self.conflict_scope == "destination":
+        if self.conflict_scope == "destination" and not self._commit_began_before(job):
             self.check_destination_free()
         layout = self.layout(job)
         self.meta.save_json(layout.marker(job), {"jobId": job.job_id, "jobAttempt": job.attempt,
                                                  "committer": self.name, "destination": self.destination})
         self.logger(job).info("set up job attempt %d (%s)", job.attempt, layout.attempt_dir(job))
+
+    def _commit_began_before(self, job: JobContext) -> bool:
+        """Did an earlier attempt of this job begin its job commit?
+
+        Its completed uploads are then the job's own files in the destination: conflict
+        mode ``fail`` must let the next attempt recover them (the check at job commit
+        still refuses anything that is not the job's).
+        """
+        layout = self.layout(job)
+        return any(self.meta.exists(layout.commit_started(job, a)) for a in range(job.attempt))
 
     def require_job(self, job: JobContext, error: type[CommitError]) -> None:
         if not self.meta.exists(self.layout(job).marker(job)):
@@ -232,18 +243,19 @@ class DelayedCompletionCommitter(Committer):
         log = self.logger(job)
         self._require_committable(job)
         layout, expect = self.layout(job), self.expectations(job)
-        sets: list[PendingSet] = []
+        commits: JobCommits | None = None
+
+        def check_parts(commit: PendingCommit) -> None:  # part ids the upload cannot have made
+            try:
+                self.mp.check_parts(commit.upload_id, commit.etags)
+            except ValueError as exc:
+                raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
+
         try:
-            sets = (pendingsets.from_messages(layout, job, messages, expect, self.threads)
-                    if messages is not None
-                    else pendingsets.discover(layout, job, expect, self.threads))
-            commits = [c for p in sets for c in p.commits]
-            check_unique(commits, "pendingsets of the job")
-            for commit in commits:  # part ids the upload cannot have made: a tampered file
-                try:
-                    self.mp.check_parts(commit.upload_id, commit.etags)
-                except ValueError as exc:
-                    raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
+            # Validated in full before anything is acted on; held compressed, streamed after.
+            commits = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
+                       if messages is not None
+                       else pendingsets.discover(layout, job, expect, self.threads, check_parts))
             self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
             removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
                                         self.destination, log)
@@ -260,22 +272,23 @@ class DelayedCompletionCommitter(Committer):
             metrics, diagnostics = self._after_completion(job)
             summary = self.write_success(
                 job, (self.store.url(c.path) for c in commits),
-                metrics={"tasks.committed": len(sets), "bytes.committed": sum(c.length for c in commits),
+                metrics={"tasks.committed": commits.tasks, "bytes.committed": commits.length,
                          "conflict.deleted": removed, **metrics,
                          "commit.duration.ms": int((time.monotonic() - started) * 1000)},
                 diagnostics=diagnostics)
         except CorruptFileError as exc:
-            failed = self.failed_commit(job, exc, started, self._urls(sets))
+            failed = self.failed_commit(job, exc, started, self._urls(commits))
             raise CorruptCommitDataError(str(failed), failed.summary, exc) from exc
         except Exception as exc:
-            raise self.failed_commit(job, exc, started, self._urls(sets)) from exc
+            raise self.failed_commit(job, exc, started, self._urls(commits)) from exc
         # Every upload of this job is now complete or aborted (by the sweep, or above).
-        cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False)
-        log.info("committed job: %d files from %d tasks", len(commits), len(sets))
+        cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False,
+                         end=False)  # end_job above already deleted the markers
+        log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
         return summary
 
-    def _urls(self, sets: Sequence[PendingSet]) -> Iterator[str]:
-        return (self.store.url(c.path) for p in sets for c in p.commits)
+    def _urls(self, commits: JobCommits | None) -> Iterator[str]:
+        return (self.store.url(c.path) for c in commits or ())
 
     def _after_completion(self, job: JobContext) -> tuple[dict[str, int], dict[str, str]]:
         """Sweep pending uploads under the destination, or report what stays pending.

@@ -7,7 +7,7 @@ the partition directories the job writes (``partitioned``: dynamic partition ove
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection
 from typing import Literal
 
 from outcommit.errors import DestinationExistsError
@@ -21,7 +21,7 @@ Scope = Literal["destination", "partitions"]
 
 
 def _scope_files(store: Store, dest: str, scope: Scope,
-                 commits: Sequence[PendingCommit]) -> tuple[list[str], list[FileInfo]]:
+                 commits: Collection[PendingCommit]) -> tuple[list[str], list[FileInfo]]:
     """(the roots of the scope, relative to dest; the files in it)."""
     if scope == "destination":
         return [""], store.list_files(dest)
@@ -35,7 +35,7 @@ def _scope_files(store: Store, dest: str, scope: Scope,
     return roots, found
 
 
-def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Sequence[PendingCommit],
+def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[PendingCommit],
             destination: str, log: Logger) -> int:
     """Apply conflict ``mode`` to the job's ``commits``; returns how many objects were deleted."""
     if mode == "append":

@@ -90,9 +90,12 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
     def _part(self, data: bytes) -> Future[str]:
         """Upload the next part: in the attempt's pool, or right here."""
         upload_id, number, mp = self._start(), len(self.parts) + 1, self.committer.mp
+        # The part holds no reference to the file: an abandoned file is collected (and its
+        # upload discarded) while a part is in flight, not only after it lands.
+        final_path = self.final_path
 
         def upload() -> str:
-            return mp.upload_part(self.final_path, upload_id, number, data)
+            return mp.upload_part(final_path, upload_id, number, data)
 
         if self.tracker is not None:
             return self.tracker.submit(upload)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable
 
 from outcommit.errors import CommitError, DestinationExistsError, UploadGoneError
 from outcommit.multipart import MultipartUploads
@@ -31,7 +31,7 @@ class CommitOperations:
         self.dest = dest
         self.threads = threads
 
-    def complete_all(self, commits: Sequence[PendingCommit], progress: Progress | None = None,
+    def complete_all(self, commits: Collection[PendingCommit], progress: Progress | None = None,
                      if_none_match: bool = False) -> None:
         """Complete every upload; the first failures are reported together, nothing is undone.
 
@@ -85,16 +85,21 @@ class CommitOperations:
         """Does the destination object carry exactly these parts (completed by this job)?"""
         return bool(commit.etags) and self.mp.holds(commit.path, commit.upload_id, commit.etags)
 
-    def check_completable(self, commits: Sequence[PendingCommit]) -> None:
+    def check_completable(self, commits: Collection[PendingCommit]) -> None:
         """Before old data is deleted: every upload is still pending (or already ours).
 
         An upload aborted meanwhile (another job's sweep, a lifecycle rule, a stray abort)
         would otherwise be found only at completion, after the old data is gone. One
         listing per 1000 pending uploads, not a request per file.
         """
-        pending = {(p.path, p.upload_id) for p in self.mp.list_pending(self.dest + "/")}
+        listed = self.mp.list_pending(self.dest + "/")
+        pending = {(p.path, p.upload_id) for p in listed}
+        # Uploads without an id of the store's own (Azure block lists: the committer names
+        # them) are listed by name only: a name with uncommitted blocks is still pending.
+        by_name = {p.path for p in listed if not p.upload_id}
         for commit in commits:
-            if (commit.path, commit.upload_id) not in pending and not self.is_completed(commit):
+            if ((commit.path, commit.upload_id) not in pending and commit.path not in by_name
+                    and not self.is_completed(commit)):
                 raise UploadGoneError(
                     f"upload {commit.upload_id} to {self.store.url(commit.path)} is no longer pending "
                     "(aborted by a sweep, a lifecycle rule or 'outcommit uploads abort'): nothing was "
