@@ -83,7 +83,9 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[st
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    # A thread per partition on each worker: a test's held tasks never starve the others.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=PARTITIONS, processes=True,
+                                  dashboard_address=None,
                                   host="127.0.0.1") as local, distributed.Client(local) as client:
         yield client
 
@@ -139,51 +141,115 @@ def test_a_failed_write_leaves_nothing(target: Any, tmp_path: Path) -> None:
     assert not store.exists(store.join(store.strip(url), "_SUCCESS"))
 
 
+def _wait_for(path: Path, timeout: float) -> bool:
+    """True once ``path`` exists (polled: the flag may come from another process)."""
+    import time
 
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _load_partition(flags: str, index: int) -> Any:
+    """Partition ``index``'s input; partition 3's fails once partition 1 is writing."""
+    if index == 3:
+        if not _wait_for(Path(flags, "writing"), 60):
+            raise TimeoutError("partition 1 never started writing")
+        raise ValueError("input of partition 3 is unreadable")
+    return frame().iloc[index * 300:(index + 1) * 300]
+
+
+def _partition_held_until_go(flags: str, part: Any, plan: Any, index: int) -> Any:
+    """``outcommit.dask._write_partition`` whose partition 1 starts, then waits for the
+    "go" flag (the client aborts, or says it waits for every task) before it writes."""
+    import outcommit.dask as odask
+
+    try:
+        if index == 1:
+            Path(flags, "writing").touch()
+            if not _wait_for(Path(flags, "go"), 60):
+                Path(flags, "timed-out").touch()
+                raise TimeoutError("the client neither aborted nor waited for partition 1")
+        try:
+            return odask._write_attempt(part, plan, index)
+        except Exception as exc:
+            return odask._Failure(index, f"{type(exc).__name__}: {exc}")
+    finally:
+        if index == 1:
+            Path(flags, "ended").touch()
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "distributed", "client"])
 def test_an_upstream_failure_aborts_only_once_every_partition_ended(
-        target: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Partition 3's input fails while partition 1's write task is running: the threaded
-    scheduler raises at once, but the client must abort only once partition 1 has ended
-    (else its files land in a job already aborted and cleaned up). The timing is forced
-    by wrapping the real partition write: it starts, waits for the failure, then writes."""
-    import threading
+        scheduler: str, target: Any, tmp_path: Path, request: pytest.FixtureRequest,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Partition 3's input fails while partition 1's write task is running: Dask raises at
+    once, but the client must abort only once partition 1 has ended (else its files land
+    in a job already aborted and cleaned up). Partition 1 (the real write, wrapped) holds
+    until the client either starts its abort (the real ``abort_job``, wrapped) or logs
+    that it waits for every task: a client that aborts without waiting lets partition 1
+    write only after the abort began, every time."""
+    import functools
+    import logging
+    import sys
 
     from dask import delayed
 
     import outcommit.dask
+    from outcommit.factory import create_committer
 
     url, config, committer = target
-    writing, failed, ended = threading.Event(), threading.Event(), threading.Event()
-    rows = frame()
-    real_write = outcommit.dask._write_attempt
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    compute_kwargs: dict[str, Any] = {"scheduler": "threads", "num_workers": PARTITIONS}
+    if scheduler != "threads":
+        import cloudpickle
 
-    def write_after_the_failure(part: Any, plan: Any, index: int) -> Any:
-        if index != 1:
-            return real_write(part, plan, index)
-        writing.set()
-        failed.wait(60)
-        try:
-            return real_write(part, plan, index)
-        finally:
-            ended.set()
+        client = request.getfixturevalue("cluster")
+        # the worker processes run this module's functions: ship them by value
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        request.addfinalizer(lambda: cloudpickle.unregister_pickle_by_value(sys.modules[__name__]))
+        compute_kwargs = {"scheduler": client if scheduler == "client" else "distributed"}
 
-    def load(index: int) -> Any:
-        if index == 3:
-            writing.wait(60)
-            failed.set()
-            raise ValueError("input of partition 3 is unreadable")
-        return rows.iloc[index * 300:(index + 1) * 300]
+    aborts: list[bool] = []  # for each abort: had partition 1 ended?
 
-    monkeypatch.setattr(outcommit.dask, "_write_attempt", write_after_the_failure)
-    parts = dd.from_delayed([delayed(load)(i) for i in range(PARTITIONS)], meta=rows.iloc[:0])
-    with pytest.raises(ValueError, match="input of partition 3"):
+    def committer_with_watched_abort(*args: Any, **kwargs: Any) -> Any:
+        created = create_committer(*args, **kwargs)
+        real_abort = created.abort_job
+
+        def abort_job(job: Any) -> Any:
+            aborts.append((flags / "ended").exists())
+            (flags / "go").touch()
+            return real_abort(job)
+
+        created.abort_job = abort_job  # type: ignore[method-assign]
+        return created
+
+    class WaitingSaid(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if outcommit.dask.WAITING in record.getMessage():
+                (flags / "go").touch()
+
+    caplog.set_level(logging.INFO, logger="outcommit.dask")
+    handler = WaitingSaid(logging.INFO)
+    logging.getLogger("outcommit.dask").addHandler(handler)
+    request.addfinalizer(lambda: logging.getLogger("outcommit.dask").removeHandler(handler))
+    monkeypatch.setattr(outcommit.dask, "create_committer", committer_with_watched_abort)
+    monkeypatch.setattr(outcommit.dask, "_write_partition",
+                        functools.partial(_partition_held_until_go, str(flags)))
+    parts = dd.from_delayed([delayed(_load_partition)(str(flags), i) for i in range(PARTITIONS)],
+                            meta=frame().iloc[:0])
+    with pytest.raises(Exception, match="input of partition 3"):
         outcommit.dask.to_parquet(parts, url, committer=committer, config=config, max_rows_per_file=100,
-                                  scheduler="threads", num_workers=PARTITIONS)
-    assert writing.is_set() and failed.is_set(), "partition 1 was not writing when partition 3 failed"
-    ended_before_abort = ended.is_set()
-    ended.wait(60)  # a straggler's files, if any, are there now
+                                  max_attempts=1, **compute_kwargs)
+    assert (flags / "writing").exists(), "partition 1 was not writing when partition 3 failed"
+    assert _wait_for(flags / "ended", 120), "partition 1 never ended"  # a straggler's files are there now
+    assert not (flags / "timed-out").exists(), "the client neither aborted nor said it waits"
+    assert aborts == [True], f"the client aborted before partition 1 ended (aborts: {aborts})"
     store = open_store(url, config)
     assert visible_files(store, store.strip(url)) == {}
     assert leftovers(store, store.strip(url)) == []
     assert not store.exists(store.join(store.strip(url), "_SUCCESS"))
-    assert ended_before_abort

@@ -128,33 +128,95 @@ def test_an_unsafe_committer_fails_before_any_task(ray_cluster: None, tmp_path: 
         outcommit.ray.Datasink(f"file://{tmp_path}/out", committer="no-such-committer")
 
 
-def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
-        ray_cluster: None, target: Any) -> None:
-    """Ray Data calls on_write_failed without waiting for the other tasks: one may still be
-    writing. Here a task's write (the sink's real ``write``, with Ray's real GCS) gets its
-    second block only after the driver aborted the job; it then closes a file."""
+def _blocks_across_the_abort(flags: str) -> Iterator[pa.Table]:
+    """A task's input: one block, then (once the driver has aborted the job) another."""
+    import time
+
+    yield table().slice(0, 250)  # files closed before the abort
+    Path(flags, "first-block").touch()
+    deadline = time.monotonic() + 60
+    while not Path(flags, "aborted").exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the driver never aborted the job")
+        time.sleep(0.01)
+    yield table().slice(250, 250)  # and after it
+
+
+def _write_in_a_task(sink: Any, flags: str, task_idx: int, blocks: Any = None) -> str:
+    """The sink's real ``write`` in a Ray worker; what it raised, or "" if nothing."""
     from types import SimpleNamespace
+
+    try:
+        sink.write(blocks if blocks is not None else _blocks_across_the_abort(flags),
+                   SimpleNamespace(task_idx=task_idx))
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
+        ray_cluster: None, target: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Ray Data calls on_write_failed without waiting for the other tasks: one may still be
+    writing. Here a Ray task (a worker process running the sink's real ``write``, with
+    Ray's real GCS) gets its second block only after the driver aborted the job; it then
+    closes a file, sees the mark and cleans up after itself."""
+    import sys
+    import time
+
+    from ray import cloudpickle
+
+    import outcommit.ray
+
+    url, config, committer = target
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    # workers run this module's code (shipped by value with Ray's own cloudpickle)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    request.addfinalizer(lambda: cloudpickle.unregister_pickle_by_value(sys.modules[__name__]))
+    sink = outcommit.ray.Datasink(url, committer=committer, config=config, max_rows_per_file=100)
+    sink.on_write_start()
+    task = ray.remote(max_retries=0)(_write_in_a_task)
+    running = task.remote(sink, str(flags), 1)
+    deadline = time.monotonic() + 120
+    while not (flags / "first-block").exists():
+        assert time.monotonic() < deadline, "the task never wrote its first block"
+        done, _ = ray.wait([running], timeout=0)
+        assert not done, f"the task ended before its first block: {ray.get(running)}"
+        time.sleep(0.01)
+    sink.on_write_failed(RuntimeError("another task failed"))
+    (flags / "aborted").touch()
+    raised = ray.get(running, timeout=120)
+    assert re.search(r"CommitError: .*(was aborted while task 1 wrote|is not active)", raised), raised
+    store = open_store(url, config)
+    assert visible_files(store, store.strip(url)) == {}
+    assert leftovers(store, store.strip(url)) == []
+    # a task starting after the abort writes nothing
+    raised = ray.get(task.remote(sink, str(flags), 2, [table()]), timeout=120)
+    assert "writes nothing" in raised, raised
+    assert leftovers(store, store.strip(url)) == []
+
+
+def test_a_task_that_cannot_read_the_abort_mark_fails(ray_cluster: None, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: Ray's GCS not answering the abort mark's lookup (the real key-value
+    function, wrapped to fail) fails the task rather than let it keep its output."""
+    from types import SimpleNamespace
+
+    from ray.experimental import internal_kv
 
     import outcommit.ray
     from outcommit import CommitError
 
-    url, config, committer = target
-    sink = outcommit.ray.Datasink(url, committer=committer, config=config, max_rows_per_file=100)
+    url = f"file://{tmp_path}/out"
+    sink = outcommit.ray.Datasink(url, committer="v1", max_rows_per_file=100)
     sink.on_write_start()
-    aborted = []
+    real_exists = internal_kv._internal_kv_exists
 
-    def blocks() -> Iterator[pa.Table]:
-        yield table().slice(0, 250)  # files closed before the abort
-        sink.on_write_failed(RuntimeError("another task failed"))
-        aborted.append(True)
-        yield table().slice(250, 250)  # and after it
+    def unreachable(key: bytes, *args: Any, **kwargs: Any) -> Any:
+        if key.startswith(b"aborted/"):
+            raise ConnectionError("GCS unreachable")
+        return real_exists(key, *args, **kwargs)
 
-    with pytest.raises(CommitError, match=r"was aborted while task 1 wrote|is not active"):
-        sink.write(blocks(), SimpleNamespace(task_idx=1))
-    assert aborted
-    store = open_store(url, config)
-    assert visible_files(store, store.strip(url)) == {}
-    assert leftovers(store, store.strip(url)) == []
-    with pytest.raises(CommitError, match="writes nothing"):  # a task starting after the abort
-        sink.write(iter([table()]), SimpleNamespace(task_idx=2))
-    assert leftovers(store, store.strip(url)) == []
+    monkeypatch.setattr(internal_kv, "_internal_kv_exists", unreachable)
+    with pytest.raises(CommitError, match="cannot tell whether the job was aborted"):
+        sink.write(iter([table()]), SimpleNamespace(task_idx=0))

@@ -131,53 +131,85 @@ def _write_attempt(frame: Any, plan: _Plan, index: int) -> AttemptResult:
     return result
 
 
+_DISTRIBUTED = ("distributed", "dask.distributed")
+_THREADS = ("threads", "threading")
+#: Logged (INFO) when the client, its computation having failed or started on a
+#: distributed client, waits for every task to end before going on (tests hook it).
+WAITING = "waiting for every partition task to end"
+
+
+def _is_client(scheduler: Any) -> bool:
+    """A ``distributed.Client`` (or one like it) passed as ``scheduler=``."""
+    return not isinstance(scheduler, str) and hasattr(scheduler, "compute") and hasattr(scheduler, "submit")
+
+
+def _distributed_client(name: Any) -> Any:
+    """The distributed client that runs the computation, or None for a local scheduler.
+
+    ``name`` is ``scheduler=`` or else dask's configured scheduler (dask's own order): a
+    client object, "distributed"/"dask.distributed" (the current client), or nothing
+    (the current client if there is one).
+    """
+    if _is_client(name):
+        return name
+    if name is not None and not (isinstance(name, str) and name.lower() in _DISTRIBUTED):
+        return None
+    try:
+        from distributed import Client
+
+        current: Any = Client.current  # distributed's functions are untyped
+        return current()
+    except (ImportError, ValueError) as exc:
+        if name is None:
+            return None
+        raise ConfigError(f"scheduler={name!r} but no distributed Client is active ({exc})") from exc
+
+
 def _compute_all(tasks: list[Any], compute_kwargs: dict[str, Any]) -> list[Any]:
     """Every task's outcome, returned only once every task has ended.
 
-    With a distributed client (the active one, unless ``scheduler=`` names another), a
-    worker lost more often than the scheduler allows, or a failed upstream task, fails
-    its task while others still run: wait for all of them, then collect each outcome.
-    Dask's threaded scheduler raises at the first failed upstream task with the others
-    still running in its shared pool: it gets a pool of ours, and the call returns or
-    raises only once that pool has finished every task it started.
+    Dask's schedulers raise at the first failed task (a failed upstream task, a worker
+    lost more often than allowed) while the others still run. On a distributed client
+    (passed as ``scheduler=``, named "distributed", or the active one) the client submits
+    the tasks, waits for all of them, then collects each outcome. Dask's threaded
+    scheduler gets a pool of ours, and the call returns or raises only once that pool
+    has finished every task it started. The process scheduler shuts its own pool down
+    (waiting) before it raises, and the synchronous one runs one task at a time. A
+    ``pool=`` or an executor given by the caller is the caller's to wait for.
     """
+    import dask
     from dask.base import compute as dask_compute
 
     compute: Any = dask_compute  # dask's functions are untyped
-    scheduler = compute_kwargs.get("scheduler")
-    client = None
+    configured: Any = dask.config.get  # dask's functions are untyped
+    scheduler = compute_kwargs.pop("scheduler", None)
     if scheduler is None:
-        try:
-            from distributed import Client
-
-            current: Any = Client.current  # distributed's functions are untyped
-            client = current()
-        except (ImportError, ValueError):
-            client = None
+        scheduler = configured("scheduler", None)
+    client = _distributed_client(scheduler)
     if client is not None:
         from distributed import wait as distributed_wait
 
         wait: Any = distributed_wait
         futures = client.compute(tasks, **compute_kwargs)
+        log.info("%s: %d tasks on %s", WAITING, len(futures), client)
         wait(futures)
         return [f.result() if f.status == "finished" else _Failure(-1, f"{f.exception()!r}")
                 for f in futures]
-    if scheduler is None:
-        import dask
-
-        configured: Any = dask.config.get  # dask's functions are untyped
-        scheduler = configured("scheduler", None) or "threads"
+    scheduler = scheduler or "threads"
     pool: ThreadPoolExecutor | None = None
-    if "pool" not in compute_kwargs and scheduler in ("threads", "threading"):
-        # (the process scheduler already waits for its own pool; the synchronous one has none)
+    if "pool" not in compute_kwargs and isinstance(scheduler, str) and scheduler.lower() in _THREADS:
         import dask.threaded
 
         pool_class: type[ThreadPoolExecutor] = getattr(  # dask >= 2025 carries contextvars
             dask.threaded, "ContextAwareThreadPoolExecutor", ThreadPoolExecutor)
         pool = pool_class(int(compute_kwargs.pop("num_workers", 0) or os.cpu_count() or 1))
-        compute_kwargs.update(scheduler=scheduler, pool=pool)
+        compute_kwargs["pool"] = pool
     try:
-        return list(compute(*tasks, **compute_kwargs))
+        return list(compute(*tasks, scheduler=scheduler, **compute_kwargs))
+    except BaseException:
+        if pool is not None:
+            log.info("the computation failed: %s", WAITING)
+        raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True)

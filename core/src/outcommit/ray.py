@@ -105,14 +105,25 @@ def _mark_aborted(job_id: str) -> bool:
 
 
 def _is_aborted(job_id: str) -> bool:
+    """Whether the driver marked ``job_id`` aborted; False outside Ray (no mark can exist).
+
+    Fails closed: where the mark cannot be read, this raises, so the task fails (Ray
+    retries it, or the write fails and is aborted) instead of keeping output that the
+    abort may already have passed by. The mark is never deleted: a straggler may check
+    it at any time after the abort (one small key per failed job, in Ray's GCS).
+    """
     try:
         from ray.experimental import internal_kv
 
-        kv: Any = internal_kv
-        return bool(kv._internal_kv_initialized()
-                    and kv._internal_kv_exists(_abort_key(job_id), namespace=_KV_NAMESPACE))
-    except Exception:
-        return False
+        kv: Any = internal_kv  # Ray's key-value functions are untyped
+        if not kv._internal_kv_initialized():
+            return False
+        return bool(kv._internal_kv_exists(_abort_key(job_id), namespace=_KV_NAMESPACE))
+    except Exception as exc:
+        log.error("could not read job %s's abort mark in Ray's GCS: failing the task", job_id,
+                  exc_info=True)
+        raise CommitError(f"job {job_id}: cannot tell whether the job was aborted ({exc}): "
+                          f"the task fails rather than keep its output") from exc
 
 
 class DatasinkBase:

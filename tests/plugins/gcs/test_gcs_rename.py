@@ -103,3 +103,35 @@ def test_exclusive_create_is_declared_only_where_the_server_enforces_it(
     with pytest.raises(NotImplementedError, match="ignores ifGenerationMatch"):
         open_store(gcs_root, gcs_config).create_exclusive(f"{open_store(gcs_root).strip(gcs_root)}/x",
                                                           b"x")
+
+
+def test_a_move_that_ignores_the_precondition_is_probed_once_and_not_used(
+        server: tuple[str, dict, str]) -> None:
+    """A server whose objects.move moves onto an existing object (ignoring
+    ``ifGenerationMatch=0``): the probe's move consumes its source, which the rewrite probe
+    then needs. Neither emulator has objects.move: the real store's move is wrapped to do
+    what such a server does (rewrite without the precondition, delete the source)."""
+    root_url, config, _ = server
+    store = open_store(root_url, config)
+    assert isinstance(store, GcsStore)
+    root = store.strip(root_url)
+    moves: list[tuple[str, str, dict[str, Any]]] = []
+
+    def move_ignoring_the_precondition(bucket: str, src_key: str, dst_key: str,
+                                       params: dict[str, Any], once: bool = False) -> None:
+        moves.append((src_key, dst_key, dict(params)))
+        store._rewrite(bucket, src_key, bucket, dst_key, {})
+        store.fs.rm_file(f"{bucket}/{src_key}")
+
+    store._move = move_ignoring_the_precondition  # type: ignore[method-assign]
+    support = store.rename_support(near=f"{root}/tmp/source")
+    assert len(moves) == 1 and moves[0][2] == {"ifGenerationMatch": "0"}
+    assert not support.move and not support.guarded
+    assert "objects.move ignores ifGenerationMatch=0" in support.reason
+    assert "destination is checked first" in support.reason
+    assert store.rename_support(near=f"{root}/elsewhere/x") is support  # never probed again
+    assert store.list_files(root) == []
+    store.write_bytes(f"{root}/a", b"data")
+    store.rename_file(f"{root}/a", f"{root}/b")  # rewrite + delete: the move is not used
+    assert len(moves) == 1
+    assert store.read_bytes(f"{root}/b") == b"data" and not store.exists(f"{root}/a")

@@ -193,7 +193,7 @@ class GcsStore(Store):
         """How this store renames: measured once (``outcommit.gcs.rename=auto``), or configured.
 
         The probe works on two objects of its own next to ``near`` (the first rename's
-        source, in the job's temporary area) and deletes them: 4 to 6 requests, once per store.
+        source, in the job's temporary area) and deletes them: 4 to 7 requests, once per store.
         """
         with self._probe_lock:
             if self._support is None:
@@ -225,6 +225,7 @@ class GcsStore(Store):
             try:  # onto an existing object: a server with move and its precondition refuses
                 self._move(bucket, a_key, b_key, {"ifGenerationMatch": "0"}, once=True)
                 move, answer = False, "objects.move ignores ifGenerationMatch=0 (not used)"
+                self.fs.pipe_file(a, b"a")  # it moved a onto b: the rewrite probe needs a again
             except FileExistsError:
                 move, answer = True, "objects.move with ifGenerationMatch=0 (one request, nothing copied)"
             except FileNotFoundError:
