@@ -26,7 +26,9 @@ from outcommit_devtools.sparkstatus import executors, job_group, task_attempts
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 ROWS, TASKS, VICTIM = 2000, 4, 1
-WRITE_DEADLINE_S = 240.0
+# A bound against a hang, not a timing check: on a loaded 2-core machine the re-run
+# after a lost executor took 249 s once (60 s when the machine is otherwise idle).
+WRITE_DEADLINE_S = 900.0
 
 CASES = [
     ("file", "v1"), ("file", "manifest"),
