@@ -75,5 +75,6 @@ def test_small_files_benchmark_runs() -> None:
 
 @pytest.mark.spark
 def test_spark_task_memory_benchmark_runs() -> None:
+    pytest.importorskip("pyspark")  # the minimum-versions environment has no Spark
     out = run("spark_task_memory.py", "--rows", "1000,2000", "--pad", "4")
     assert "worker peak RSS" in out and "Arrow size x2.0" in out
