@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -43,6 +44,17 @@ def kill_process(message: str) -> BaseException:
     """
     os.kill(os.getpid(), signal.SIGKILL)
     raise AssertionError(f"unreachable after SIGKILL ({message})")
+
+
+def stop_process(process: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """Stop a server process this run started: SIGTERM, then SIGKILL if it outlives ``timeout``."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @dataclass

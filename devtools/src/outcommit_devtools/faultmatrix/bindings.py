@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from outcommit.testing.faults import stop_process
+
 from ..faultproxy import FaultProxy
 
 STORES: tuple[str, ...] = ("file", "memory", "s3", "azure", "gcs")
@@ -121,13 +123,7 @@ class _Stopper:
         self.process = process
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
 
 def _script(name: str) -> str:

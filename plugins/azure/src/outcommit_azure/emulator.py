@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from outcommit.testing.faults import stop_process
+
 from .store import CONNECTION_STRING_KEY
 
 HOST = "127.0.0.1"
@@ -108,13 +110,8 @@ class Azurite:
             BlobServiceClient.from_connection_string(self.connection_string).create_container(name)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process)
         self.process = None
         if self.location:
             shutil.rmtree(self.location, ignore_errors=True)

@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from outcommit.testing.faults import stop_process
+
 from .store import ENDPOINT_KEY, PRECONDITIONS_KEY, PROJECT_KEY, TOKEN_KEY
 
 HOST = "127.0.0.1"
@@ -86,13 +88,7 @@ class _Process:
     workdir: str
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
