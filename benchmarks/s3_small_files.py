@@ -13,7 +13,6 @@ Prints each phase's wall time and the exact requests by operation, counted at th
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -25,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import outcommit
 from outcommit import JobContext
-from outcommit_s3.embedded import EmbeddedS3, free_port
-from spark_write import BUCKET, take_counts, wait_port
+from outcommit_s3.embedded import EmbeddedS3
+from spark_write import BUCKET, moto_behind_proxy, take_counts
 
 
 def run_job(name: str, url: str, config: dict[str, Any], tasks: int, files: int, size: int,
@@ -71,26 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--committers", default="directory,magic")
     args = parser.parse_args(argv)
 
-    moto_port = free_port()
-    moto = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent / "spark_write.py"),
-                             "--serve-moto", str(moto_port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    proxy = None
-    try:
-        wait_port(moto_port, moto)
-        moto_url = f"http://127.0.0.1:{moto_port}"
-        proxy_port = free_port()
-        proxy = subprocess.Popen([sys.executable, "-m", "outcommit_devtools.faultproxy", "--upstream",
-                                  moto_url, "--delay-ms", str(args.delay_ms), "--port", str(proxy_port)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert proxy.stdout is not None
-        proxy_line = proxy.stdout.readline().strip()
-        wait_port(proxy_port, proxy)
-        EmbeddedS3(endpoint_url=moto_url, server=None).create_bucket(BUCKET)
+    with moto_behind_proxy(args.delay_ms) as (moto_url, proxy_url, proxy_line):
         total = args.tasks * args.files
         print(f"{total} files ({args.tasks} tasks x {args.files} x {args.size} bytes), "
               f"{args.workers} task threads; moto server (own process); {proxy_line}")
-        for endpoint, where in ((moto_url, "moto directly"), (f"http://127.0.0.1:{proxy_port}",
+        for endpoint, where in ((moto_url, "moto directly"), (proxy_url,
                                                               f"through the proxy (+{args.delay_ms:g} ms)")):
             config = {**EmbeddedS3(endpoint_url=endpoint, server=None).config,
                       "outcommit.s3.staging.tmp-dir": "/tmp/outcommit-bench-staging"}
@@ -107,11 +91,6 @@ def main(argv: list[str] | None = None) -> int:
                       f"{sum(counts.values())} requests ({sum(counts.values()) / total:.2f}/file): {detail}",
                       flush=True)
         return 0
-    finally:
-        for process in (proxy, moto):
-            if process is not None:
-                process.kill()
-                process.wait()
 
 
 if __name__ == "__main__":

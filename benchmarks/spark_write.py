@@ -26,6 +26,7 @@ them. Targets: safe <= 1.10x direct and <= 1.25x write_dataset.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -36,8 +37,9 @@ import time
 import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 TARGET_DIRECT = 1.10
@@ -104,6 +106,35 @@ def wait_port(port: int, process: subprocess.Popen[Any]) -> None:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError(f"nothing listens on {port}") from None
             time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def moto_behind_proxy(delay_ms: float) -> Iterator[tuple[str, str, str]]:
+    """A counting moto server and a latency proxy in front of it, each in its own process,
+    with the benchmark bucket: yields (moto URL, proxy URL, the proxy's description line)."""
+    from outcommit_s3.embedded import EmbeddedS3, free_port
+
+    moto_port = free_port()
+    moto = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve-moto", str(moto_port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proxy = None
+    try:
+        wait_port(moto_port, moto)
+        moto_url = f"http://127.0.0.1:{moto_port}"
+        proxy_port = free_port()
+        proxy = subprocess.Popen([sys.executable, "-m", "outcommit_devtools.faultproxy", "--upstream",
+                                  moto_url, "--delay-ms", str(delay_ms), "--port", str(proxy_port)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert proxy.stdout is not None
+        proxy_line = proxy.stdout.readline().strip()
+        wait_port(proxy_port, proxy)
+        EmbeddedS3(endpoint_url=moto_url, server=None).create_bucket(BUCKET)
+        yield moto_url, f"http://127.0.0.1:{proxy_port}", proxy_line
+    finally:
+        for process in (proxy, moto):
+            if process is not None:
+                process.kill()
+                process.wait()
 
 
 def take_counts(moto_url: str) -> Counter[str]:
@@ -191,25 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     from outcommit import open_store
     from outcommit.engine.local import LocalDriver
     from outcommit_devtools.demo import generate_local
-    from outcommit_s3.embedded import DUMMY_KEY, DUMMY_SECRET, EmbeddedS3, free_port
+    from outcommit_s3.embedded import DUMMY_KEY, DUMMY_SECRET, EmbeddedS3
 
-    moto_port = free_port()
-    moto = subprocess.Popen([sys.executable, __file__, "--serve-moto", str(moto_port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    proxy = None
+    servers = contextlib.ExitStack()
     spark = None
     try:
-        wait_port(moto_port, moto)
-        moto_url = f"http://127.0.0.1:{moto_port}"
-        proxy_port = free_port()
-        proxy = subprocess.Popen([sys.executable, "-m", "outcommit_devtools.faultproxy", "--upstream",
-                                  moto_url, "--delay-ms", str(args.delay_ms), "--port", str(proxy_port)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert proxy.stdout is not None
-        proxy_line = proxy.stdout.readline().strip()
-        wait_port(proxy_port, proxy)
-        endpoint = f"http://127.0.0.1:{proxy_port}"
-        EmbeddedS3(endpoint_url=moto_url, server=None).create_bucket(BUCKET)
+        moto_url, endpoint, proxy_line = servers.enter_context(moto_behind_proxy(args.delay_ms))
         s3 = EmbeddedS3(endpoint_url=endpoint, server=None)
         options = dict(s3.config)
         take_counts(moto_url)
@@ -319,10 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if spark is not None:
             spark.stop()
-        for process in (proxy, moto):
-            if process is not None:
-                process.kill()
-                process.wait()
+        servers.close()
 
 
 if __name__ == "__main__":
