@@ -148,6 +148,10 @@ def test_a_file_closed_while_job_commit_ends_the_job_leaves_no_upload(config, s3
                 committer.filesystem(loser).pipe_file(f"{committer.work_path(loser)}/late.txt", b"late")
             except outcommit.CommitError:
                 pass  # refused: fine, as long as nothing stays pending
+            # In memory, close() hands the upload to the attempt's pool: wait until it
+            # exists on the store (one that starts later is the loser's abort's to remove).
+            tracker = committer._tracker(loser)
+            assert tracker is not None and not tracker.wait()
         return False
 
     store.add(Fault("delete", path_contains="_job.json", predicate=loser_closes_a_file))

@@ -236,8 +236,11 @@ class CommitterConformance:
         committed: list[str] = []
 
         def job_commits_first(operation: str, args: tuple[Any, ...]) -> bool:
-            # Right before the straggler publishes, the driver commits without it.
-            if any(isinstance(a, str) and late.attempt_id in a for a in args) and not committed:
+            # Right before the straggler publishes, the driver commits without it. (The
+            # attempt is named by a path, or by the data published: a claim's path does not.)
+            names_late = any(late.attempt_id in a if isinstance(a, str) else
+                             isinstance(a, bytes) and late.attempt_id.encode() in a for a in args)
+            if names_late and not committed:
                 committed.append(operation)
                 committer.commit_job(job, [winner])
             return False

@@ -5,9 +5,10 @@ through the committer's filesystem. A file opened there becomes a multipart uplo
 the mapped final path (``<dest>/<path after __base>``), whose parts are uploaded as the
 writer fills them and which is never completed by the writer. The upload goes to the
 task commit in this process's memory (:mod:`.tracker`: two requests for a file smaller
-than a part), or, for a writer in another process, as a ``.pending`` file (upload id,
-ordered etags) and a zero-byte marker at the path it was opened with. Nothing is visible
-in the destination until job commit completes the upload; nothing is copied or renamed.
+than a part, the first sent in the background when the file is opened), or, for a
+writer in another process, as a ``.pending`` file (upload id, ordered etags) and a
+zero-byte marker at the path it was opened with. Nothing is visible in the destination
+until job commit completes the upload; nothing is copied or renamed.
 """
 
 from __future__ import annotations
@@ -78,13 +79,21 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
         self.upload_id: str | None = None
         self.parts: list[Future[str]] = []  # in order: part i + 1
         self.length = 0
+        # In memory, the upload starts now, in the attempt's pool, while the writer encodes:
+        # at close a small file then waits for one round trip (its part), as a plain PUT
+        # does. (The work holds no reference to the file, so an abandoned file is collected.)
+        self._starting: Future[str] | None = None
+        if tracker is not None:
+            initiate, final = self.committer.mp.initiate, final_path
+            self._starting = tracker.submit(lambda: initiate(final))
 
     def _initiate_upload(self) -> None:
-        """Nothing yet: a small file starts its upload when it is finished."""
+        """Nothing more: the upload started when the file was opened (or starts when needed)."""
 
     def _start(self) -> str:
         if self.upload_id is None:
-            self.upload_id = self.committer.mp.initiate(self.final_path)
+            self.upload_id = (self._starting.result() if self._starting is not None
+                              else self.committer.mp.initiate(self.final_path))
         return self.upload_id
 
     def _part(self, data: bytes) -> Future[str]:
@@ -171,9 +180,11 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
     def discard(self) -> None:
         """Throw the data away: abort the upload, save nothing."""
         self.closed = True
-        if self.upload_id is None:
-            return
         try:
+            if self.upload_id is None:
+                if self._starting is None:
+                    return
+                self.upload_id = self._starting.result()  # started at open: abort it too
             wait(self.parts)  # no part may land after the abort
             self.committer.mp.abort(self.final_path, self.upload_id)
         except Exception:
