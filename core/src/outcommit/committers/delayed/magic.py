@@ -108,6 +108,12 @@ class MagicCommitterBase(DelayedCompletionCommitter):
             errors = tracker.wait()
             if errors:
                 self.abort_task(task)
+                # An upload started before the job ended fails once the job's abort or
+                # cleanup aborted it: then the ended job is the cause to report.
+                try:
+                    self.require_job(task.job, TaskCommitError)
+                except TaskCommitError as ended:
+                    raise ended from errors[0]
                 raise TaskCommitError(f"task {task.attempt_id}: an upload failed: {errors[0]}") \
                     from errors[0]
             commits = tracker.commits()
