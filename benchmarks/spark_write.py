@@ -322,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {name:24s} median {seconds:6.2f} s  (runs {runs_s})  {files:3d} files "
                           f"{size:>11,d} bytes  {total:4d} requests "
                           f"({total / max(files, 1):.1f}/file): {detail}")
+                success = json.loads(open_store(last["outcommit magic"], options).read_bytes(
+                    f"{last['outcommit magic'].removeprefix('s3://')}/_SUCCESS"))
+                print(f"  outcommit job commit (last run, its _SUCCESS): "
+                      f"{success['metrics'].get('commit.duration.ms')} ms")
                 safe = medians["outcommit magic"]
                 vs_direct = safe / medians["direct pyarrow+s3fs"]
                 vs_dataset = safe / medians["pyarrow write_dataset"]
