@@ -59,10 +59,10 @@ def test_job_commit_is_one_put_block_list_per_file_and_copies_nothing(azure_root
     messages = [run_task(committer, job, i, {f"p={i}/part-{i}-{n}.bin": b"x" * (100 + n)
                                              for n in range(files)}) for i in range(tasks)]
     # Task side: one Put Block per small file, no request to start an upload; per task,
-    # the pendingset (an exclusive create: the task's claim), then a check that the job lives.
+    # the pendingset (exclusive create) and the claim, then a check that the job lives.
     assert store.calls["blocklist.upload_part"] == tasks * files
     assert store.calls["blocklist.initiate"] == tasks * files  # client-side ids, no request
-    assert store.calls["create_exclusive"] == tasks and store.calls["info"] == tasks
+    assert store.calls["create_exclusive"] == 2 * tasks and store.calls["info"] == tasks
     store.calls.clear()
     summary = committer.commit_job(job, messages)
     calls = dict(store.calls)

@@ -143,7 +143,7 @@ def test_a_task_commit_racing_job_commit_leaves_no_job_directory(name, config, s
         return False
 
     store = FaultInjectingStore(outcommit.open_store(url, config), [
-        Fault("create_exclusive", path_contains=f"/pendingsets/{late.task_id}/",
+        Fault("create_exclusive", path_contains=f"{late.attempt_id}.pendingset",
               predicate=commit_the_job_first)])
     worker = outcommit.create_committer(url, config, name, store=store)
     worker.setup_task(late)

@@ -4,13 +4,13 @@ Counted on the committer's own botocore client (every request it sends, by opera
 
 In memory (the default, the attempt set up in the writing process): per file smaller than
 a part, CreateMultipartUpload (sent when the file is opened) and UploadPart, and nothing
-else; per task attempt, nothing at setup and two at commit: the exclusive PUT of the
-pendingset (the task's claim, for its first attempt to commit), and one HEAD of the job
-marker *after* it (a straggler's commit is undone, never left behind).
+else; per task attempt, nothing at setup and three at commit: the exclusive PUT of the
+pendingset, the exclusive PUT of the claim, and one HEAD of the job marker *after* them
+(a straggler's commit is undone, never left behind).
 
 With ``.pending`` files (writers in several processes): per file also the ``.pending``,
 the marker and a HEAD after them; per task a HEAD at setup, and at commit one listing, a
-GET per ``.pending``, the publish (PUT, HEAD) and one DeleteObjects.
+GET per ``.pending``, the publish (PUT, PUT, HEAD) and one DeleteObjects.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ PENDING_FILES = {"outcommit.magic.track-commits-in-memory": "false"}
 
 
 @pytest.mark.parametrize("files", [1, 4])
-def test_in_memory_two_requests_per_file_and_two_per_task(files, s3_config, s3_root):
+def test_in_memory_two_requests_per_file_and_three_per_task(files, s3_config, s3_root):
     url = f"{s3_root}/count{files}"
     committer, job = start(url, s3_config)
     task = job.task_attempt(0)
@@ -67,10 +67,10 @@ def test_in_memory_two_requests_per_file_and_two_per_task(files, s3_config, s3_r
         written = len(calls)  # files finish in the background: counted at commit too
         message = committer.commit_task(task)
     assert written <= 2 * files
-    assert Counter(calls) == {"CreateMultipartUpload": files, "UploadPart": files, "PutObject": 1,
+    assert Counter(calls) == {"CreateMultipartUpload": files, "UploadPart": files, "PutObject": 2,
                               "HeadObject": 1}
-    assert calls[-2:] == ["PutObject", "HeadObject"]  # the check comes last
-    assert len(calls) == 2 * files + 2
+    assert calls[-3:] == ["PutObject", "PutObject", "HeadObject"]  # the check comes last
+    assert len(calls) == 2 * files + 3
     committer.commit_job(job, [message])
     assert outcome(url, s3_config) == (data, [])
 
@@ -89,7 +89,7 @@ def test_in_memory_the_upload_starts_when_the_file_is_opened(s3_config, s3_root)
             f._starting.result()  # the upload exists before the file is closed
             assert calls == ["CreateMultipartUpload"]
         message = committer.commit_task(task)
-    assert Counter(calls) == {"CreateMultipartUpload": 1, "UploadPart": 1, "PutObject": 1, "HeadObject": 1}
+    assert Counter(calls) == {"CreateMultipartUpload": 1, "UploadPart": 1, "PutObject": 2, "HeadObject": 1}
     committer.commit_job(job, [message])
     assert outcome(url, s3_config) == ({"a.txt": b"a"}, [])
 
@@ -112,6 +112,26 @@ def test_in_memory_a_file_abandoned_after_its_upload_started_leaves_nothing(s3_c
     assert outcome(url, s3_config) == ({}, [])
 
 
+def test_in_memory_a_file_still_open_when_the_attempt_ends_leaves_no_upload(s3_config, s3_root):
+    """Its upload started at open: aborted when the attempt is aborted (or committed)
+    without it; closing the file afterwards fails instead of uploading into nothing."""
+    url = f"{s3_root}/still-open"
+    committer, job = start(url, s3_config)
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    fs, base = committer.filesystem(task), committer.work_path(task)
+    f = fs.open(f"{base}/open.txt", "wb")
+    f.write(b"never closed in time")
+    f._starting.result()
+    committer.abort_task(task)
+    assert list(committer.mp.list_pending(committer.dest + "/")) == []
+    with pytest.raises(RuntimeError):
+        f.close()
+    assert list(committer.mp.list_pending(committer.dest + "/")) == []
+    committer.abort_job(job)
+    assert outcome(url, s3_config) == ({}, [])
+
+
 def test_in_memory_large_files_upload_their_parts_in_parallel(s3_config, s3_root):
     url = f"{s3_root}/large"
     config = {**s3_config, "outcommit.s3.multipart.part-size": str(5 * 1024 * 1024)}
@@ -122,7 +142,7 @@ def test_in_memory_large_files_upload_their_parts_in_parallel(s3_config, s3_root
     with recorded(committer.store.client) as calls:
         write(committer, task, data)
         message = committer.commit_task(task)
-    assert Counter(calls) == {"CreateMultipartUpload": 1, "UploadPart": 5, "PutObject": 1,
+    assert Counter(calls) == {"CreateMultipartUpload": 1, "UploadPart": 5, "PutObject": 2,
                               "HeadObject": 1}
     assert len(message["commits"][0]["etags"]) == 5
     committer.commit_job(job, [message])
@@ -155,7 +175,7 @@ def test_with_pending_files_write_and_task_commit_requests(files, s3_config, s3_
     assert Counter(calls[:written]) == {"HeadObject": 1 + files, "CreateMultipartUpload": files,
                                         "UploadPart": files, "PutObject": 2 * files}
     assert Counter(calls[written:]) == {"ListObjectsV2": 1, "GetObject": files, "HeadObject": 1,
-                                        "PutObject": 1, "DeleteObjects": 1}
+                                        "PutObject": 2, "DeleteObjects": 1}
     committer.commit_job(job, [message])
     assert outcome(url, config) == (data, [])
 
@@ -223,7 +243,7 @@ def test_a_tampered_pending_file_is_refused(s3_config, s3_root):
 
 
 @pytest.mark.parametrize("name", ["directory", "partitioned"])
-def test_staging_two_requests_per_file_and_two_per_task(name, s3_config, s3_root):
+def test_staging_two_requests_per_file_and_three_per_task(name, s3_config, s3_root):
     url = f"{s3_root}/staging-{name}"
     committer, job = start(url, s3_config, name)
     task = job.task_attempt(0)
@@ -232,7 +252,7 @@ def test_staging_two_requests_per_file_and_two_per_task(name, s3_config, s3_root
         committer.setup_task(task)
         write(committer, task, data)
         message = committer.commit_task(task)
-    assert Counter(calls) == {"CreateMultipartUpload": 3, "UploadPart": 3, "PutObject": 1,
+    assert Counter(calls) == {"CreateMultipartUpload": 3, "UploadPart": 3, "PutObject": 2,
                               "HeadObject": 1}
     committer.commit_job(job, [message])
     assert set(outcome(url, s3_config)[0]) == {

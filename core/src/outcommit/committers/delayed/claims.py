@@ -1,26 +1,20 @@
-"""Which attempt of a task is committed, and publishing an attempt's pendingset.
-
-The first attempt to commit a task publishes its pendingset *as the task's claim*
-(``_claim.pendingset``), created exclusively: one request both publishes and claims, and
-a stale attempt that commits late cannot take the claim over. A later attempt publishes
-under its own name (``<attemptId>.pendingset``), also exclusively, so no attempt can
-overwrite another's nor change its own after publishing.
-
-Which attempt a job commit completes when no task messages say so (Hadoop-style discovery):
+"""Which attempt of a task a job commits when no task messages say so (Hadoop-style discovery).
 
 * the attempt the driver recorded with ``allow_task_commit`` (``_allowed.json``);
-* else the claim; an aborted attempt deletes its claim, so the retry the driver allows
-  after a failed task commit still commits (HADOOP-17258);
+* else the first attempt that committed (``_claim.json``, created exclusively, so a
+  stale attempt that commits late cannot take it over); an aborted attempt releases
+  its claim, so the retry the driver allows after a failed task commit still commits
+  (HADOOP-17258);
 * else the only published pendingset, if there is exactly one.
 
-With task messages (Spark, the local engine) the messages decide: a message names its
-attempt and whether its pendingset is the claim.
+With task messages (Spark, the local engine) the messages decide and claims are unused.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 
 from outcommit.context import TaskAttemptContext
 from outcommit.errors import CommitError, CorruptFileError
@@ -41,40 +35,30 @@ def read_attempt(meta: Store, path: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def publish(layout: JobLayout, task: TaskAttemptContext, data: bytes, attempt_id: str | None = None,
-            logger: logging.Logger | logging.LoggerAdapter = log) -> tuple[str, bool]:  # type: ignore[type-arg]
-    """Publish ``attempt_id``'s pendingset (default: this attempt's): as the task's claim
-    if no attempt holds it, else under the attempt's own name.
+def claim(layout: JobLayout, task: TaskAttemptContext, attempt_id: str | None = None,
+          logger: logging.Logger | logging.LoggerAdapter = log) -> list[str]:  # type: ignore[type-arg]
+    """Claim the task for ``attempt_id`` (default: this attempt) unless an attempt has.
 
-    Returns the path and whether this call created it (False: the attempt had already
-    published there, a repeated task commit, which the caller must check says the same).
+    Returns the files created (the claim), so a failing caller can remove them again.
     """
-    meta, claim = layout.meta, layout.claim(task)
+    meta, path = layout.meta, layout.claim(task)
     owner = attempt_id or task.attempt_id
     try:
-        meta.create_exclusive(claim, data)
-        return claim, True
+        meta.create_exclusive(path, json.dumps({"taskAttemptId": owner, "time": time.time()}).encode())
+        return [path]
     except FileExistsError:
-        holder = read_attempt(meta, claim)
-        if holder == owner:
-            return claim, False
-        logger.warning("task %s was first committed by %s; %s is committed only if the driver "
-                       "allows it or passes its message to commit_job", task.task_id, holder, owner)
-    own = layout.pendingset(task.job, task.task_id, owner)
-    try:
-        meta.create_exclusive(own, data)
-        return own, True
-    except FileExistsError:
-        return own, False
+        holder = read_attempt(meta, path)
+        if holder != owner:
+            logger.warning("task %s was first committed by %s; %s is committed only if the driver "
+                        "allows it or passes its message to commit_job", task.task_id, holder, owner)
+    return []
 
 
-def published_by(layout: JobLayout, task: TaskAttemptContext) -> str | None:
-    """Where this attempt's pendingset is published (its own name or the claim), or None."""
-    own = layout.pendingset(task.job, task.task_id, task.attempt_id)
-    if layout.meta.exists(own):
-        return own
-    claim = layout.claim(task)
-    return claim if read_attempt(layout.meta, claim) == task.attempt_id else None
+def release(layout: JobLayout, task: TaskAttemptContext) -> None:
+    """Give the claim up if this attempt holds it (its task commit is being undone)."""
+    path = layout.claim(task)
+    if read_attempt(layout.meta, path) == task.attempt_id:
+        layout.meta.delete(path)
 
 
 def allow(layout: JobLayout, task: TaskAttemptContext) -> None:
@@ -86,20 +70,14 @@ def allow(layout: JobLayout, task: TaskAttemptContext) -> None:
 def choose(meta: Store, task_dir: str) -> str | None:
     """Path of the pendingset to commit for one task, or None when none may be."""
     entries = {e.name: e.path for e in meta.list_dir(task_dir) if not e.is_dir}
-    claim = entries.get(CLAIM)
     published = {n[:-len(PENDINGSET_SUFFIX)]: p for n, p in entries.items()
-                 if n.endswith(PENDINGSET_SUFFIX) and n != CLAIM}
-    if ALLOWED in entries:
-        attempt = read_attempt(meta, entries[ALLOWED])
-        if attempt is None:
-            raise CorruptFileError(meta.url(entries[ALLOWED]), "taskAttemptId", "is missing")
-        if attempt in published:
-            return published[attempt]
-        if claim is not None and read_attempt(meta, claim) == attempt:
-            return claim
-        return None  # the allowed attempt has not committed
-    if claim is not None:
-        return claim
+                 if n.endswith(PENDINGSET_SUFFIX)}
+    for marker in (ALLOWED, CLAIM):
+        if marker in entries:
+            attempt = read_attempt(meta, entries[marker])
+            if attempt is None:
+                raise CorruptFileError(meta.url(entries[marker]), "taskAttemptId", "is missing")
+            return published.get(attempt)  # the chosen attempt may not have committed: None
     if len(published) > 1:
         raise CommitError(f"task directory {meta.url(task_dir)} holds pendingsets of "
                           f"{len(published)} attempts and no record of which one committed")

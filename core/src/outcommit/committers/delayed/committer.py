@@ -1,19 +1,16 @@
 """The base of the committers that complete delayed uploads at job commit (magic, staging, blocklist).
 
-Task commit publishes the attempt's pendingset (its uploads) with an exclusive create, as
-the task's claim if it is the first attempt to commit, else under its own name, so no
-attempt can overwrite another's nor change its own after publishing (:mod:`.claims`),
-then checks the job is still live. Job commit — :meth:`commit_job`, the one place it
-happens — loads the committed pendingsets (:mod:`.pendingsets`), records that it began
-(checking the job in the same round trip), applies the conflict mode (:mod:`.conflicts`),
-completes every upload (:mod:`.operations`) while it ends the job for its writers, sweeps
-what nobody will complete (:mod:`.cleanup`, :mod:`.sweep`), writes ``_SUCCESS``, and
-deletes the job's state.
+Task commit publishes the attempt's pendingset (its uploads) under the attempt's own name
+with an exclusive create, so no attempt can overwrite another's nor change its own after
+publishing, and claims the task (:mod:`.claims`). Job commit — :meth:`commit_job`, the
+one place it happens — loads the committed pendingsets (:mod:`.pendingsets`), records
+that it began, applies the conflict mode (:mod:`.conflicts`), completes every upload
+(:mod:`.operations`) while it ends the job for its writers, sweeps what nobody will complete
+(:mod:`.cleanup`, :mod:`.sweep`), writes ``_SUCCESS``, and deletes the job's state.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -133,55 +130,37 @@ class DelayedCompletionCommitter(Committer):
 
     def require_job(self, job: JobContext, error: type[CommitError]) -> None:
         if not self.meta.exists(self.layout(job).marker(job)):
-            raise self._not_active(job, error)
+            raise error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
+                        "it was never set up, or it has already been committed or aborted")
 
-    def _not_active(self, job: JobContext, error: type[CommitError]) -> CommitError:
-        return error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
-                     "it was never set up, or it has already been committed or aborted")
-
-    def _begin_commit(self, job: JobContext) -> None:
-        """Record that job commit began, checking that the job is live in the same round trip.
-
-        The record is created exclusively: one that exists already is this attempt's
-        interrupted commit, which may go on where it ended the job for its writers. A
-        record created for a job that is not live is deleted again.
-        """
-        layout = self.layout(job)
-        body = json.dumps({"jobId": job.job_id, "started": time.time()}).encode()
-        with ThreadPoolExecutor(1, thread_name_prefix="outcommit-check") as pool:
-            live = pool.submit(self.meta.exists, layout.marker(job))
-            try:
-                self.meta.create_exclusive(layout.commit_started(job), body)
-                created = True
-            except FileExistsError:
-                created = False
-            is_live = live.result()
-        if created and not is_live:
-            try:
-                self.meta.delete(layout.commit_started(job))
-            except Exception:
-                self.logger(job).warning("could not delete %s", layout.commit_started(job), exc_info=True)
-            raise self._not_active(job, JobCommitError)
+    def _require_committable(self, job: JobContext) -> None:
+        """Job commit may go on where an interrupted one ended the job for its writers."""
+        try:
+            self.require_job(job, JobCommitError)
+        except JobCommitError:
+            if not self.meta.exists(self.layout(job).commit_started(job)):
+                raise
 
     # -- task commit --------------------------------------------------------------------------------
     def publish_task(self, task: TaskAttemptContext, pendingset: PendingSet) -> dict[str, Any]:
-        """Publish the attempt's pendingset (as the task's claim if it is the first), check
-        the job, return the commit message: two requests.
+        """Publish the attempt's pendingset, claim the task, return the commit message.
 
         On any failure the attempt's uploads are aborted: nothing of it can be committed.
         """
         log = self.logger(task)
         layout = self.layout(task.job)
+        path = layout.pendingset(task.job, task.task_id, task.attempt_id)
         created: list[str] = []  # files this call created: removed again if it fails
         try:
             # Write, then check: no liveness check before publishing (a stale attempt's
             # files are removed again below), one after it.
             data = pendingset.to_bytes()
-            path, new = claims.publish(layout, task, data, logger=log)
-            if new:
+            try:
+                self.meta.create_exclusive(path, data)
                 created.append(path)
-            else:
+            except FileExistsError:
                 data = self._already_published(path, pendingset)
+            created += claims.claim(layout, task, logger=log)
             # The job may have been committed or aborted while we uploaded: then nothing of
             # ours may stay pending (a late attempt must never leak).
             self.require_job(task.job, TaskCommitError)
@@ -197,7 +176,6 @@ class DelayedCompletionCommitter(Committer):
             raise
         message = pendingset.to_dict()
         message.update({"jobAttempt": task.job.attempt, "pendingset": self.meta.url(path),
-                        "claimed": path == layout.claim(task),
                         "sha256": digest(data), "files": len(pendingset.commits),
                         "bytes": pendingset.length})
         if len(pendingset.commits) > self.inline_limit:
@@ -209,18 +187,14 @@ class DelayedCompletionCommitter(Committer):
 
     def _already_published(self, path: str, pendingset: PendingSet) -> bytes:
         """A retried task commit of this same attempt: fine if it says the same."""
-        data = self.meta.read_bytes(path)
-        try:
-            existing = json.loads(data)
-        except ValueError:
-            existing = None
+        existing = self.meta.load_json(path)
         commits = existing.get("commits") if isinstance(existing, dict) else None
         if not isinstance(commits, list) or \
                 [c.get("uploadId") if isinstance(c, dict) else None for c in commits] != \
                 [c.upload_id for c in pendingset.commits]:
             raise TaskCommitError(f"{self.meta.url(path)} was already published with other "
                                   "uploads: this attempt's task commit cannot be repeated") from None
-        return data
+        return self.meta.read_bytes(path)
 
     def allow_task_commit(self, task: TaskAttemptContext) -> None:
         """The driver's record that ``task`` (this attempt) is the one allowed to commit.
@@ -241,23 +215,26 @@ class DelayedCompletionCommitter(Committer):
             return False
         data = self.meta.read_bytes(chosen)
         pendingset = pendingsets.parse_bytes(data, self.meta.url(chosen), self.expectations(task.job))
-        # The claim of this job attempt's task (unless an attempt of it committed already).
-        claims.publish(layout, task, data, pendingset.attempt_id, logger=self.logger(task))
+        try:  # under the same name in this job attempt's directory
+            self.meta.create_exclusive(self.meta.join(layout.task_dir(task), chosen.rpartition("/")[2]),
+                                       data)
+        except FileExistsError:
+            pass
+        claims.claim(layout, task, pendingset.attempt_id)
         self.logger(task).info("recovered task %s (%d files) from job attempt %d", task.task_id,
                                len(pendingset.commits), previous)
         return True
 
     def abort_published(self, task: TaskAttemptContext) -> None:
-        """Abort the uploads of this attempt's published pendingset and delete it (a claim
-        is released with it)."""
-        path = claims.published_by(self.layout(task.job), task)
-        if path is None:
-            return
+        """Abort the uploads of this attempt's published pendingset and release its claim."""
+        layout = self.layout(task.job)
+        path = layout.pendingset(task.job, task.task_id, task.attempt_id)
         try:
             commits = abortable_commits(self.meta, path, self.expectations(task.job))
         except FileNotFoundError:
             return
         self.ops.abort(commits, self.logger(task))
+        claims.release(layout, task)
         self.meta.delete(path)
 
     # -- job commit ---------------------------------------------------------------------------------
@@ -265,6 +242,7 @@ class DelayedCompletionCommitter(Committer):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
         log = self.logger(job)
+        self._require_committable(job)
         layout, expect = self.layout(job), self.expectations(job)
         commits: JobCommits | None = None
 
@@ -279,14 +257,15 @@ class DelayedCompletionCommitter(Committer):
             commits = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
                        if messages is not None
                        else pendingsets.discover(layout, job, expect, self.threads, check_parts))
-            self._begin_commit(job)
+            self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
             removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
                                         self.destination, log)
             progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
             with ThreadPoolExecutor(1, thread_name_prefix="outcommit-end") as pool:
-                # The job ends for its writers (its markers go) while its uploads complete:
-                # a straggler closing a file from now on aborts its own upload, and one that
-                # checked earlier has saved it where the listings after completion find it.
+                # The job ends for its writers (its markers go) while its uploads complete,
+                # after its commit record exists: a straggler closing a file from now on
+                # aborts its own upload, and one that checked earlier has saved it where the
+                # listings after completion find it.
                 ended = pool.submit(cleanup.end_job, layout, job)
                 try:
                     self.ops.complete_all(commits, progress, if_none_match=self.exclusive_completion

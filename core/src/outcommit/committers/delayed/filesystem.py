@@ -85,7 +85,7 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
         self._starting: Future[str] | None = None
         if tracker is not None:
             initiate, final = self.committer.mp.initiate, final_path
-            self._starting = tracker.submit(lambda: initiate(final))
+            self._starting = tracker.start(final, lambda: initiate(final))
 
     def _initiate_upload(self) -> None:
         """Nothing more: the upload started when the file was opened (or starts when needed)."""
@@ -144,7 +144,9 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
                                  scheme=self.committer.uri_schemes[0])
 
         if self.tracker is not None:
-            # Two requests at most (start + last part), in the background: close() returns.
+            # The last part in the background (the upload started at open): close() returns.
+            if self._starting is not None:
+                self.tracker.settle(self._starting)
             self.tracker.finish(self.path, complete_record)
         else:
             self._save_pending(complete_record())
@@ -184,6 +186,14 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             if self.upload_id is None:
                 if self._starting is None:
                     return
+                if self.tracker is not None:
+                    self.tracker.settle(self._starting)
+                if not self._starting.done():
+                    # Started at open and still queued (this may run in the pool itself,
+                    # from the garbage collector): abort it when it has started.
+                    mp, final, log = self.committer.mp, self.final_path, self.committer.logger(self.task)
+                    self._starting.add_done_callback(lambda f: _abort_started(mp, final, f, log))
+                    return
                 self.upload_id = self._starting.result()  # started at open: abort it too
             wait(self.parts)  # no part may land after the abort
             self.committer.mp.abort(self.final_path, self.upload_id)
@@ -203,6 +213,14 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             self.discard()
         else:
             self.close()
+
+
+def _abort_started(mp: Any, final_path: str, started: Future[str], log: Any) -> None:
+    try:
+        if started.exception() is None:
+            mp.abort(final_path, started.result())
+    except Exception:
+        log.warning("could not abort the upload of %s", final_path, exc_info=True)
 
 
 class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]

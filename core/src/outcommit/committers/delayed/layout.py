@@ -6,8 +6,8 @@ On the destination's store for ``magic`` (``<dest>/__magic_job-<jobId>/``) and f
 
     <root>/<jobAttempt>/_job.json                                   the job attempt is live
     <root>/<jobAttempt>/_commit-started.json                        job commit has begun
-    <root>/<jobAttempt>/pendingsets/<taskId>/_claim.pendingset      the first attempt to commit
-    <root>/<jobAttempt>/pendingsets/<taskId>/<attemptId>.pendingset each later committed attempt
+    <root>/<jobAttempt>/pendingsets/<taskId>/<attemptId>.pendingset one per committed attempt
+    <root>/<jobAttempt>/pendingsets/<taskId>/_claim.json            first attempt to commit
     <root>/<jobAttempt>/pendingsets/<taskId>/_allowed.json          the driver's permission
     <root>/<jobAttempt>/tasks/<attemptId>/__base/...                magic: where a task writes
 
@@ -28,7 +28,7 @@ JOB_MARKER = "_job.json"
 COMMIT_STARTED = "_commit-started.json"
 PENDINGSETS = "pendingsets"
 TASKS = "tasks"
-CLAIM = "_claim" + PENDINGSET_SUFFIX  # the first committed attempt's pendingset
+CLAIM = "_claim.json"
 ALLOWED = "_allowed.json"
 
 #: Job directories of every committer here: a live one means another job is writing.
@@ -68,11 +68,7 @@ class JobLayout:
         return self.meta.join(self.pendingsets_dir(job), task_id, attempt_id + PENDINGSET_SUFFIX)
 
     def claim(self, task: TaskAttemptContext) -> str:
-        return self.task_claim(task.job, task.task_id)
-
-    def task_claim(self, job: JobContext, task_id: str) -> str:
-        """The pendingset of the task's first attempt to commit (its claim)."""
-        return self.meta.join(self.pendingsets_dir(job), task_id, CLAIM)
+        return self.meta.join(self.task_dir(task), CLAIM)
 
     def allowed(self, task: TaskAttemptContext) -> str:
         return self.meta.join(self.task_dir(task), ALLOWED)

@@ -133,11 +133,7 @@ def from_messages(layout: JobLayout, job: JobContext, messages: Sequence[Mapping
         if "commits" in message:
             return parse_pendingset(message, where, expect), where, None
         data, url = referenced_bytes(layout, job, message, where)
-        pendingset = parse_bytes(data, url, expect)
-        if pendingset.attempt_id != message["taskAttemptId"]:
-            raise CorruptFileError(url, "taskAttemptId", f"is {pendingset.attempt_id!r}, the task "
-                                   f"commit message says {message['taskAttemptId']!r}")
-        return pendingset, url, data
+        return parse_bytes(data, url, expect), url, data
 
     found: list[Loaded] = []
     tasks: dict[str, str] = {}
@@ -183,10 +179,7 @@ def referenced_bytes(layout: JobLayout, job: JobContext, message: Mapping[str, A
     if not isinstance(attempt_id, str) or "/" in attempt_id or not attempt_id.startswith("attempt_"):
         raise CorruptFileError(where, "taskAttemptId", f"invalid attempt id {attempt_id!r}")
     # The path is ours, never the message's: a message cannot point outside the job.
-    claimed = message.get("claimed", False)
-    if not isinstance(claimed, bool):
-        raise CorruptFileError(where, "claimed", f"is not true or false: {claimed!r}")
-    path = layout.task_claim(job, task_id) if claimed else layout.pendingset(job, task_id, attempt_id)
+    path = layout.pendingset(job, task_id, attempt_id)
     meta = layout.meta
     try:
         data = meta.read_bytes(path)

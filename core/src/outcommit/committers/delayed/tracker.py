@@ -42,6 +42,9 @@ class AttemptUploads:
         self._futures: set[Future[None]] = set()
         self._errors: list[BaseException] = []
         self._order = itertools.count()
+        # Uploads started when their file was opened, until the file is closed or discarded:
+        # any still here when the attempt ends (committed or aborted) is aborted then.
+        self._started: dict[Future[str], str] = {}
         #: The filesystem went to another process: its writers save ``.pending`` data there.
         self.shared = False
 
@@ -56,6 +59,19 @@ class AttemptUploads:
             raise
         future.add_done_callback(lambda _f: self._slots.release())
         return future
+
+    def start(self, final_path: str, initiate: Callable[[], str]) -> Future[str]:
+        """Start the upload of a file just opened, in the pool; tracked until :meth:`settle`."""
+        future = self.submit(initiate)
+        with self._lock:
+            self._started[future] = final_path
+        return future
+
+    def settle(self, started: Future[str]) -> None:
+        """The file of an upload started by :meth:`start` was closed or discarded: its
+        upload is now the file's (recorded, or aborted by it)."""
+        with self._lock:
+            self._started.pop(started, None)
 
     def finish(self, path: str, work: Callable[[], PendingCommit]) -> None:
         """Finish a closed file in the background, then record its upload under ``path``."""
@@ -118,4 +134,15 @@ class AttemptUploads:
             return bool(self._records or self._futures)
 
     def close(self) -> None:
+        """End of the attempt: no more work; uploads of files still open are aborted (a
+        later close of such a file fails, as the pool is gone)."""
         self._pool.shutdown(wait=True)
+        with self._lock:
+            orphans, self._started = list(self._started.items()), {}
+        for started, final_path in orphans:
+            try:
+                if started.exception() is None:
+                    self.mp.abort(final_path, started.result())
+            except Exception:
+                log.warning("could not abort the upload of %s, whose file was never closed", final_path,
+                            exc_info=True)
