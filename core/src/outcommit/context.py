@@ -33,6 +33,11 @@ class JobContext:
     ``job_id`` is a UUID unless the caller gives one (e.g. Spark's
     ``spark.sql.sources.writeJobUUID``); ``job_id_source`` records where it came from.
     A restarted driver uses the same ``job_id`` with ``attempt`` + 1.
+
+    ``task_messages``: the driver commits this job with its tasks' commit messages (Spark,
+    the local engine, Ray, Dask, the streaming sink do), never by discovering what the
+    tasks left on the store; committers may then skip what only discovery reads (a
+    task's claim: one request per task).
     """
 
     destination: str
@@ -40,10 +45,11 @@ class JobContext:
     attempt: int = 0
     config: Config = field(default_factory=Config)
     job_id_source: str = ""
+    task_messages: bool = False
 
     def __init__(self, destination: str, job_id: str | None = None, attempt: int = 0,
                  config: Config | Mapping[str, Any] | None = None,
-                 job_id_source: str | None = None) -> None:
+                 job_id_source: str | None = None, task_messages: bool = False) -> None:
         cfg = config if isinstance(config, Config) else Config(config or {})
         source = job_id_source
         if not job_id:
@@ -61,6 +67,7 @@ class JobContext:
         object.__setattr__(self, "attempt", int(attempt))
         object.__setattr__(self, "config", cfg)
         object.__setattr__(self, "job_id_source", source)
+        object.__setattr__(self, "task_messages", bool(task_messages))
 
     def task_attempt(self, index: int, attempt: int = 0) -> TaskAttemptContext:
         return TaskAttemptContext(job=self, index=index, attempt=attempt)
@@ -68,17 +75,18 @@ class JobContext:
     def next_attempt(self) -> JobContext:
         """The context of the restarted driver: same job id, attempt + 1."""
         return JobContext(self.destination, self.job_id, self.attempt + 1, self.config,
-                          self.job_id_source)
+                          self.job_id_source, self.task_messages)
 
     def to_dict(self) -> dict[str, Any]:
         return {"destination": self.destination, "jobId": self.job_id,
                 "jobAttempt": self.attempt, "jobIdSource": self.job_id_source,
-                "config": self.config.to_dict()}
+                "taskMessages": self.task_messages, "config": self.config.to_dict()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobContext:
         return cls(data["destination"], data["jobId"], int(data["jobAttempt"]),
-                   Config(data.get("config") or {}), data.get("jobIdSource"))
+                   Config(data.get("config") or {}), data.get("jobIdSource"),
+                   data.get("taskMessages") is True)
 
 
 @dataclass(frozen=True)

@@ -240,7 +240,7 @@ def write(ddf: Any, destination: str, *, committer: str | None = None,
         raise ConfigError("fail_partition_once needs marker_dir (a directory every worker can see)")
     cfg = {str(k): str(v) for k, v in (config or {}).items()}
     the_committer = create_committer(destination, cfg, committer)
-    job = JobContext(destination, config=the_committer.config)
+    job = JobContext(destination, config=the_committer.config, task_messages=True)
     plan = _Plan(destination, the_committer.name, the_committer.selection, cfg, job.to_dict(),
                  WriteSettings(format, tuple(partition_by), max_rows_per_file, max_bytes_per_file,
                                dict(file_options or {})),

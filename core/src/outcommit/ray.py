@@ -169,7 +169,7 @@ class DatasinkBase:
     def on_write_start(self, schema: Any = None) -> None:
         # A new job for every write (the tasks get this object as it is after this call,
         # measured with Ray 2.60): a Datasink may be used twice.
-        self.job = JobContext(self.destination, config=self.config).to_dict()
+        self.job = JobContext(self.destination, config=self.config, task_messages=True).to_dict()
         committer, job = self._committer()
         self._started = time.monotonic()
         committer.setup_job(job)

@@ -51,7 +51,7 @@ def test_executor_killed_mid_write_reruns_its_task_exactly_once(
     target = target_on(store)
     df = events(spark, rows=ROWS, partitions=TASKS)
     hold = Rule(f"mid-write-{uuid.uuid4().hex[:8]}",
-                (target.url.rsplit("/", 1)[1], f"part-{VICTIM:05d}-001-", "-a0"))
+                (target.url.rsplit("/", 1)[1], f"part-{VICTIM:05d}-001-", "-a0."))
     hooks.hold(hold)
     group = f"executor-loss-{uuid.uuid4().hex[:8]}"
     failure: list[BaseException] = []

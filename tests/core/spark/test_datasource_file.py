@@ -41,7 +41,7 @@ def test_v1_exactly_once_with_a_failed_first_attempt(spark: Any, local_dest: str
 
     assert "date" not in pq.read_schema(local_dest.removeprefix("file://") + "/" + files[0]).names
     # Task 1's retry (attempt 1) committed, its failed attempt 0 left nothing.
-    assert any("-a1" in f for f in files) and not any("part-00001" in f and "-a0" in f for f in files)
+    assert any("-a1." in f for f in files) and not any("part-00001" in f and "-a0." in f for f in files)
     assert leftovers(local_dest) == []
     summary = success_of(local_dest)
     assert summary.committer == "v1" and summary.success

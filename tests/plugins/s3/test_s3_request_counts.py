@@ -24,6 +24,7 @@ import pytest
 from s3_helpers import outcome, start
 
 import outcommit
+from outcommit import JobContext
 
 pytestmark = pytest.mark.s3
 
@@ -73,6 +74,47 @@ def test_in_memory_two_requests_per_file_and_three_per_task(files, s3_config, s3
     assert len(calls) == 2 * files + 3
     committer.commit_job(job, [message])
     assert outcome(url, s3_config) == (data, [])
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_a_job_committed_with_task_messages_costs_two_requests_per_task(name, s3_config, s3_root):
+    """Engines that commit with the tasks' messages (Spark, the local engine, Ray, Dask,
+    streaming) say so: no claim, which only a job commit by discovery reads."""
+    url = f"{s3_root}/messages-{name}"
+    committer = outcommit.create_committer(url, s3_config, name)
+    job = JobContext(url, config=committer.config, task_messages=True)
+    committer.setup_job(job)
+    task = job.task_attempt(0)
+    data = {f"d={i}/part-{i}.parquet": bytes([65 + i]) * 1000 for i in range(2)}
+    with recorded(committer.store.client) as calls:
+        committer.setup_task(task)
+        write(committer, task, data)
+        written = len(calls)
+        message = committer.commit_task(task)
+    assert calls[written:][-2:] == ["PutObject", "HeadObject"]
+    assert Counter(calls) == {"CreateMultipartUpload": 2, "UploadPart": 2, "PutObject": 1, "HeadObject": 1}
+    assert not committer.meta.exists(committer.layout(job).claim(task))
+    committer.commit_job(job, [message])
+    files, leftover = outcome(url, s3_config)
+    assert len(files) == 2 and leftover == []
+
+
+def test_discovery_of_a_task_messages_job_with_two_published_attempts_fails_loudly(s3_config, s3_root):
+    """Without claims, a job commit by discovery cannot tell which of two published attempts
+    committed: it refuses, and commits nothing."""
+    url = f"{s3_root}/messages-discovery"
+    committer = outcommit.create_committer(url, s3_config, "magic")
+    job = JobContext(url, config=committer.config, task_messages=True)
+    committer.setup_job(job)
+    for attempt in (0, 1):
+        task = job.task_attempt(0, attempt)
+        committer.setup_task(task)
+        write(committer, task, {"a.txt": f"attempt {attempt}".encode()})
+        committer.commit_task(task)
+    with pytest.raises(outcommit.CommitError, match="no record of which one committed"):
+        committer.commit_job(job)
+    committer.abort_job(job)
+    assert outcome(url, s3_config) == ({}, [])
 
 
 def test_in_memory_the_upload_starts_when_the_file_is_opened(s3_config, s3_root):

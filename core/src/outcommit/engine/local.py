@@ -154,7 +154,7 @@ class LocalDriver:
     def run(self, tables: Sequence[Any], job: JobContext | None = None) -> JobResult:
         started = time.monotonic()
         committer = self.committer
-        job = job or JobContext(self.destination, config=committer.config)
+        job = job or JobContext(self.destination, config=committer.config, task_messages=True)
         committer.setup_job(job)
         self.progress(f"job {job.job_id}: {len(tables)} tasks, committer {committer.name} "
                       f"({committer.selection})")

@@ -135,7 +135,7 @@ class WritePlan:
     def job_context(self, job_id: str | None = None) -> JobContext:
         """A new job (a fresh UUID unless Spark's writeJobUUID is in the config)."""
         return JobContext(self.destination, job_id, 0, Config(self.config),
-                          job_id_source="caller" if job_id else None)
+                          job_id_source="caller" if job_id else None, task_messages=True)
 
 
 def build_plan(options: Mapping[str, str], overwrite: bool,

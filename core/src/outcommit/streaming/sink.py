@@ -130,7 +130,8 @@ class StreamingSink:
         self.on_step = on_step or (lambda _step, _batch: None)
 
     def job(self, job_id: str) -> JobContext:
-        return JobContext(self.destination, job_id, 0, self.committer.config, job_id_source=JOB_ID_SOURCE)
+        return JobContext(self.destination, job_id, 0, self.committer.config, job_id_source=JOB_ID_SOURCE,
+                          task_messages=True)
 
     # -- task side ------------------------------------------------------------------------------
     def begin_task(self, identity: BatchIdentity) -> JobContext | None:

@@ -160,7 +160,8 @@ class DelayedCompletionCommitter(Committer):
                 created.append(path)
             except FileExistsError:
                 data = self._already_published(path, pendingset)
-            created += claims.claim(layout, task, logger=log)
+            if not task.job.task_messages:  # the claim serves only a job commit by discovery
+                created += claims.claim(layout, task, logger=log)
             # The job may have been committed or aborted while we uploaded: then nothing of
             # ours may stay pending (a late attempt must never leak).
             self.require_job(task.job, TaskCommitError)
