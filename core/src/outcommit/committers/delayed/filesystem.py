@@ -182,12 +182,12 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
     def discard(self) -> None:
         """Throw the data away: abort the upload, save nothing."""
         self.closed = True
+        if self._starting is not None and self.tracker is not None:
+            self.tracker.settle(self._starting)  # aborted here, not again at the attempt's end
         try:
             if self.upload_id is None:
                 if self._starting is None:
                     return
-                if self.tracker is not None:
-                    self.tracker.settle(self._starting)
                 if not self._starting.done():
                     # Started at open and still queued (this may run in the pool itself,
                     # from the garbage collector): abort it when it has started.

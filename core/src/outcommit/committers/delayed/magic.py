@@ -4,7 +4,8 @@ The base of S3's ``magic`` (multipart uploads) and Azure's ``blocklist`` (blocks
 under the final names). Tasks write through :class:`~.filesystem.MagicFileSystem` under the job's magic paths.
 An attempt set up in this process keeps its uploads in memory (:mod:`.tracker`): a file
 smaller than a part costs its two requests (start, part), and task commit three
-(publish the pendingset exclusively, claim the task, check the job is still live).
+(publish the pendingset exclusively, claim the task, check the job is still live; two
+without the claim when the engine commits with task messages, ``JobContext.task_messages``).
 With ``outcommit.magic.track-commits-in-memory=false`` (Hadoop:
 ``fs.s3a.committer.magic.track.commits.in.memory.enabled``), or for a filesystem sent to
 another process, writers save ``.pending`` files that task commit lists and reads. Job

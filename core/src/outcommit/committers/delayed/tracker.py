@@ -37,7 +37,7 @@ class AttemptUploads:
         self.mp = mp
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="outcommit-upload")
         self._slots = threading.BoundedSemaphore(threads)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # settle() may run from __del__ in a thread holding it
         self._records: dict[str, tuple[int, PendingCommit]] = {}  # magic path -> (close order, commit)
         self._futures: set[Future[None]] = set()
         self._errors: list[BaseException] = []
