@@ -28,7 +28,7 @@ from outcommit.paths import is_inside, relative_to
 
 from .files import PENDING_SUFFIX, PendingCommit
 from .operations import abortable_commits
-from .tracker import AttemptUploads
+from .tracker import AttemptUploads, abort_started
 
 if TYPE_CHECKING:
     from .magic import MagicCommitterBase as MagicCommitter
@@ -192,7 +192,7 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
                     # Started at open and still queued (this may run in the pool itself,
                     # from the garbage collector): abort it when it has started.
                     mp, final, log = self.committer.mp, self.final_path, self.committer.logger(self.task)
-                    self._starting.add_done_callback(lambda f: _abort_started(mp, final, f, log))
+                    self._starting.add_done_callback(lambda f: abort_started(mp, final, f, log))
                     return
                 self.upload_id = self._starting.result()  # started at open: abort it too
             wait(self.parts)  # no part may land after the abort
@@ -213,14 +213,6 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             self.discard()
         else:
             self.close()
-
-
-def _abort_started(mp: Any, final_path: str, started: Future[str], log: Any) -> None:
-    try:
-        if started.exception() is None:
-            mp.abort(final_path, started.result())
-    except Exception:
-        log.warning("could not abort the upload of %s", final_path, exc_info=True)
 
 
 class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]

@@ -140,9 +140,15 @@ class AttemptUploads:
         with self._lock:
             orphans, self._started = list(self._started.items()), {}
         for started, final_path in orphans:
-            try:
-                if started.exception() is None:
-                    self.mp.abort(final_path, started.result())
-            except Exception:
-                log.warning("could not abort the upload of %s, whose file was never closed", final_path,
-                            exc_info=True)
+            abort_started(self.mp, final_path, started, log)
+
+
+def abort_started(mp: MultipartUploads, final_path: str, started: Future[str],
+                  logger: logging.Logger | logging.LoggerAdapter) -> None:  # type: ignore[type-arg]
+    """Abort the upload ``started`` created for a file that will never be finished."""
+    try:
+        if started.exception() is None:
+            mp.abort(final_path, started.result())
+    except Exception:
+        logger.warning("could not abort the upload of %s, whose file was never finished", final_path,
+                       exc_info=True)
