@@ -10,7 +10,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from outcommit.engine.writer import StreamingWriter
+from outcommit.engine.writer import StreamingWriter, split_by_partition
 
 
 def batches(count: int, rows: int, dates: int = 3):
@@ -36,6 +36,25 @@ def test_partitions_spread_over_batches_get_one_file_each(tmp_path: Path) -> Non
     table = ds.dataset(str(tmp_path / "out"), format="parquet", partitioning="hive").to_table()
     assert table.num_rows == 5000 and sorted(table.column("id").to_pylist()) == list(range(5000))
     assert "date" not in pq.read_schema(str(tmp_path / "out" / written[0].path)).names
+
+
+def test_split_by_partition_keeps_each_groups_rows_in_order() -> None:
+    # Two key columns with a null, interleaved groups, and a batch that is a slice of a
+    # bigger one (its row numbers do not start at 0 in the underlying buffers).
+    whole = pa.RecordBatch.from_pydict({
+        "id": list(range(40)),
+        "a": [["x", "y", None][i % 3] for i in range(40)],
+        "b": [i % 2 for i in range(40)],
+    })
+    batch = whole.slice(5, 30)
+    expected: dict[str, list[int]] = {}
+    for row in batch.to_pylist():
+        a = "__HIVE_DEFAULT_PARTITION__" if row["a"] is None else row["a"]
+        expected.setdefault(f"a={a}/b={row['b']}", []).append(row["id"])
+    got = split_by_partition(batch, ["a", "b"])
+    assert [d for d, _ in got] == sorted(expected)
+    assert {d: part.column("id").to_pylist() for d, part in got} == expected
+    assert all(part.schema.names == ["id"] for _, part in got)
 
 
 @pytest.mark.parametrize(("option", "value", "files"), [

@@ -61,6 +61,7 @@ def file_name(task_index: int, job_id: str, attempt: int, fmt: str, seq: int = 0
 def split_by_partition(batch: Any, columns: Sequence[str]) -> list[tuple[str, Any]]:
     """(``col=value/...`` directory, rows without the partition columns) for each partition
     value in ``batch``; one hash grouping, whatever the number of partitions."""
+    import numpy as np  # pyarrow's dependency: row numbers without a Python int each (range(): 1.5 s per 10M)
     import pyarrow as pa
 
     if not columns:
@@ -70,12 +71,18 @@ def split_by_partition(batch: Any, columns: Sequence[str]) -> list[tuple[str, An
         raise ConfigError(f"partition columns not in the data: {', '.join(missing)}")
     data_columns = [c for c in batch.schema.names if c not in columns]
     keyed = pa.table({**{c: batch.column(c) for c in columns},
-                      "__row": pa.array(range(batch.num_rows), pa.int64())})
+                      "__row": pa.array(np.arange(batch.num_rows, dtype=np.int64))})
     groups = keyed.group_by(list(columns), use_threads=False).aggregate([("__row", "list")])
+    # One take puts every group's rows together (the lists' values, in group order); each
+    # group is then a zero-copy slice of it. Only the few keys become Python objects.
+    rows = groups.column("__row_list").combine_chunks()
+    together = batch.select(data_columns).take(rows.flatten())
+    offsets = rows.offsets.to_pylist()
     out = []
-    for group in groups.to_pylist():
-        directory = "/".join(f"{c}={escape_partition_value(group[c])}" for c in columns)
-        out.append((directory, batch.select(data_columns).take(pa.array(group["__row_list"]))))
+    for index, key in enumerate(groups.select(list(columns)).to_pylist()):
+        directory = "/".join(f"{c}={escape_partition_value(key[c])}" for c in columns)
+        start, stop = offsets[index] - offsets[0], offsets[index + 1] - offsets[0]
+        out.append((directory, together.slice(start, stop - start)))
     return sorted(out, key=lambda item: item[0])
 
 
