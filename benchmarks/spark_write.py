@@ -69,7 +69,8 @@ def kind(environ: dict[str, Any]) -> str:
 
 
 def serve_moto(port: int) -> None:
-    """Child process: moto on ``port``; ``GET /__bench_counts`` answers and resets the counts."""
+    """Child process: moto on ``port``; ``GET /__bench_counts`` answers and resets the counts
+    and the server's CPU seconds per request kind (the emulator's work, which no proxy delay hides)."""
     import logging
 
     from moto.server import ThreadedMotoServer
@@ -78,18 +79,27 @@ def serve_moto(port: int) -> None:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     counts: Counter[str] = Counter()
+    seconds: Counter[str] = Counter()
     wsgi = server._server  # werkzeug's server
     app = wsgi.app
 
     def counted(environ: dict[str, Any], start_response: Any) -> Any:
         if environ.get("PATH_INFO") == COUNTS_PATH:
-            body = json.dumps(dict(counts)).encode()
+            body = json.dumps({"counts": dict(counts), "seconds": dict(seconds)}).encode()
             counts.clear()
+            seconds.clear()
             start_response("200 OK", [("Content-Type", "application/json"),
                                       ("Content-Length", str(len(body)))])
             return [body]
-        counts[kind(environ)] += 1
-        return app(environ, start_response)
+        what = kind(environ)
+        counts[what] += 1
+        started = time.thread_time()  # CPU of this request's thread: GIL waits not counted
+        answer = app(environ, start_response)
+        try:
+            return list(answer)  # moto's work, body included
+        finally:
+            getattr(answer, "close", lambda: None)()
+            seconds[what] += time.thread_time() - started
 
     wsgi.app = counted
     print("ready", flush=True)
@@ -137,9 +147,11 @@ def moto_behind_proxy(delay_ms: float) -> Iterator[tuple[str, str, str]]:
                 process.wait()
 
 
-def take_counts(moto_url: str) -> Counter[str]:
+def take_counts(moto_url: str) -> tuple[Counter[str], Counter[str]]:
+    """Requests by kind since the last call, and the server's seconds spent on each kind."""
     with urllib.request.urlopen(moto_url + COUNTS_PATH) as answer:
-        return Counter(json.loads(answer.read()))
+        taken = json.loads(answer.read())
+    return Counter(taken["counts"]), Counter(taken["seconds"])
 
 
 # -- the three writers -----------------------------------------------------------------------------
@@ -302,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                 take_counts(moto_url)
                 times: dict[str, list[float]] = {name: [] for name in runs}
                 counted: dict[str, Counter[str]] = {}
+                server_s: dict[str, Counter[str]] = {}
                 last: dict[str, str] = {}
                 for _ in range(args.repeat):
                     for name, run in runs.items():
@@ -309,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                         started = time.perf_counter()
                         run(dest)
                         times[name].append(time.perf_counter() - started)
-                        counted[name] = take_counts(moto_url)
+                        counted[name], server_s[name] = take_counts(moto_url)
                         last[name] = dest
                 medians = {name: statistics.median(v) for name, v in times.items()}
                 print(f"\n{label}:")
@@ -322,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {name:24s} median {seconds:6.2f} s  (runs {runs_s})  {files:3d} files "
                           f"{size:>11,d} bytes  {total:4d} requests "
                           f"({total / max(files, 1):.1f}/file): {detail}")
+                    busiest = ", ".join(f"{k} {v:.2f}" for k, v in server_s[name].most_common(3))
+                    print(f"  {'':24s} moto's CPU in its requests: "
+                          f"{sum(server_s[name].values()):.2f} s ({busiest})")
                 success = json.loads(open_store(last["outcommit magic"], options).read_bytes(
                     f"{last['outcommit magic'].removeprefix('s3://')}/_SUCCESS"))
                 print(f"  outcommit job commit (last run, its _SUCCESS): "

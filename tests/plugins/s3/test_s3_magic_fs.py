@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import threading
+from typing import Any
 
 import pytest
 from s3_helpers import outcome, start
@@ -107,6 +109,80 @@ def test_files_at_and_around_the_part_size(config, s3_root):
     message = committer.commit_task(task)
     parts = {c["destinationKey"].rsplit("/", 1)[1]: len(c["etags"]) for c in message["commits"]}
     assert parts == {"one.bin": 1, "two.bin": 2, "three.bin": 3}
+    committer.commit_job(job, [message])
+    assert outcome(url, config) == (data, [])
+
+
+class InFlight:
+    """The most requests of one S3 operation in flight at once, from botocore's hooks of a
+    real client; ``meet`` makes that many of them wait for each other first (the test fails,
+    rather than hangs, when fewer can be in flight together)."""
+
+    def __init__(self, client: Any, operation: str, meet: int = 0) -> None:
+        self.client, self.operation, self.now, self.most = client, operation, 0, 0
+        self.lock = threading.Lock()
+        self.barrier = threading.Barrier(meet, timeout=60) if meet else None
+
+    def before(self, model: Any, **_: Any) -> None:
+        if model.name == self.operation:
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            if self.barrier is not None:
+                self.barrier.wait()
+
+    def after(self, model: Any, **_: Any) -> None:
+        if model.name == self.operation:
+            with self.lock:
+                self.now -= 1
+
+    def __enter__(self) -> InFlight:
+        self.client.meta.events.register("before-call.s3", self.before)
+        self.client.meta.events.register("after-call.s3", self.after)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.meta.events.unregister("before-call.s3", self.before)
+        self.client.meta.events.unregister("after-call.s3", self.after)
+
+
+@pytest.mark.parametrize("operation", ["CreateMultipartUpload", "UploadPart"])
+def test_a_tasks_small_files_start_and_finish_all_at_once(operation, config, s3_root):
+    # Eight small files, twice the attempt's 4 parts' worth of memory: their uploads start
+    # (at open) and their only parts go (at close) together, as write_dataset's would, not
+    # four at a time. Each request waits here until all eight are in flight.
+    url = f"{s3_root}/at-once-{operation}"
+    committer, job = start(url, config)
+    task, fs, base = task_fs(committer, job)
+    data = {f"d={i}/part.bin": bytes([65 + i]) * 1000 for i in range(8)}
+    with InFlight(committer.store.client, operation, meet=len(data)) as seen:
+        files = [fs.open(f"{base}/{name}", "wb") for name in data]
+        for f, payload in zip(files, data.values(), strict=True):
+            f.write(payload)
+        for f in files:
+            f.close()
+        message = committer.commit_task(task)
+    assert seen.most == len(data)
+    committer.commit_job(job, [message])
+    assert outcome(url, config) == (data, [])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_parts_in_flight_never_hold_more_than_the_upload_threads_parts(threads, config, s3_root):
+    url = f"{s3_root}/bounded-{threads}"
+    committer, job = start(url, config, **{"outcommit.s3.multipart.part-size": str(5 * MiB),
+                                           "outcommit.magic.upload-threads": str(threads)})
+    task, fs, base = task_fs(committer, job)
+    data = {f"{name}.bin": bytes([i + 1]) * (15 * MiB) for i, name in enumerate("ab")}
+    with InFlight(committer.store.client, "UploadPart") as seen:
+        files = [fs.open(f"{base}/{name}", "wb") for name in data]
+        for at in range(0, 15 * MiB, 5 * MiB):  # both writers go on while parts are in flight
+            for f, payload in zip(files, data.values(), strict=True):
+                f.write(payload[at:at + 5 * MiB])
+        for f in files:
+            f.close()
+        message = committer.commit_task(task)
+    assert 1 <= seen.most <= threads
     committer.commit_job(job, [message])
     assert outcome(url, config) == (data, [])
 

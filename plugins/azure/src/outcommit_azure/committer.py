@@ -38,8 +38,9 @@ CONFIG_KEYS: dict[str, str] = {
     IN_MEMORY_KEY: "blocklist: keep a task's block ids in the memory of the process that set the "
                    "task up (default true); false: every writer saves .pending files (writers in "
                    "several processes)",
-    UPLOAD_THREADS_KEY: "blocklist: per task attempt, blocks staged in the background at once "
-                        "(default 4; their bytes bound the memory)",
+    UPLOAD_THREADS_KEY: "blocklist: per task attempt, blocks' worth of bytes staged in the "
+                        "background at once (default 4: the memory bound); small files run up "
+                        "to 4x as many requests at once",
     INLINE_LIMIT_KEY: "blocklist: task commit messages carry their files inline up to this many, "
                       "else a digest-checked reference to the pendingset (default 200)",
 }

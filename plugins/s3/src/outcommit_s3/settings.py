@@ -116,8 +116,9 @@ KEYS: dict[str, str] = {
     MAGIC_IN_MEMORY: "magic: keep a task's uploads in the memory of the process that set the task "
                      "up (default true); false: every writer saves .pending files (writers in "
                      "several processes)",
-    MAGIC_UPLOAD_THREADS: "magic: per task attempt, parts and small files uploaded in the "
-                          "background at once (default 4; their bytes bound the memory)",
+    MAGIC_UPLOAD_THREADS: "magic: per task attempt, parts' worth of bytes uploaded in the "
+                          "background at once (default 4: the memory bound); uploads starting "
+                          "and small files run up to 4x as many requests at once",
 }
 KEYS[SSL_ENABLED_HADOOP] = "Hadoop: false makes a scheme-less fs.s3a.endpoint http://"
 

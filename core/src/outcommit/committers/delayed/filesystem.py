@@ -107,7 +107,7 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             return mp.upload_part(final_path, upload_id, number, data)
 
         if self.tracker is not None:
-            return self.tracker.submit(upload)
+            return self.tracker.submit(upload, len(data))
         done: Future[str] = Future()
         done.set_result(upload())
         return done
@@ -147,7 +147,7 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             # The last part in the background (the upload started at open): close() returns.
             if self._starting is not None:
                 self.tracker.settle(self._starting)
-            self.tracker.finish(self.path, complete_record)
+            self.tracker.finish(self.path, complete_record, len(last))
         else:
             self._save_pending(complete_record())
 

@@ -2,10 +2,13 @@
 
 Hadoop's magic committer can track its commits in memory instead of saving a ``.pending``
 file, a marker and a liveness check per file: the task commit of the same process knows
-every upload. Here that is the default for an attempt set up in this process. Parts and
-the last part of each file go to a small per-attempt pool while the writer goes on
-encoding; at most ``threads`` of them are in flight (their bytes are the memory bound),
-and a writer that gets ahead of the pool waits.
+every upload. Here that is the default for an attempt set up in this process. Uploads
+start, and parts and the last part of each file go, to a small per-attempt pool while the
+writer goes on encoding. The bytes in flight are the memory bound: at most ``threads``
+parts' worth, and a writer that gets ahead waits. Requests that carry little or no data
+(starting an upload, a small file's only part) are not held back by it: the pool runs
+``REQUESTS_PER_THREAD`` times ``threads`` requests at once, so a task's many small files
+start and finish in one round trip each, as ``pyarrow.dataset.write_dataset`` writes them.
 
 Failures of that background work surface at the latest at task commit, which fails the
 attempt (and aborts its uploads); a part of a large file fails its ``close()``.
@@ -29,14 +32,39 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: Requests in flight per attempt for each part's worth of memory (``threads``).
+REQUESTS_PER_THREAD = 4
+
+
+class ByteBudget:
+    """At most ``limit`` bytes in flight; one bigger request waits until it is alone."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._changed = threading.Condition()
+
+    def acquire(self, size: int) -> int:
+        size = min(size, self.limit)
+        with self._changed:
+            self._changed.wait_for(lambda: self.used == 0 or self.used + size <= self.limit)
+            self.used += size
+        return size
+
+    def release(self, size: int) -> None:
+        with self._changed:
+            self.used -= size
+            self._changed.notify_all()
+
 
 class AttemptUploads:
     """In-memory record of an attempt's finished uploads, and the pool that finishes them."""
 
-    def __init__(self, mp: MultipartUploads, threads: int) -> None:
+    def __init__(self, mp: MultipartUploads, threads: int, part_size: int) -> None:
         self.mp = mp
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="outcommit-upload")
-        self._slots = threading.BoundedSemaphore(threads)
+        self._pool = ThreadPoolExecutor(max_workers=threads * REQUESTS_PER_THREAD,
+                                        thread_name_prefix="outcommit-upload")
+        self._budget = ByteBudget(threads * part_size)
         self._lock = threading.RLock()  # settle() may run from __del__ in a thread holding it
         self._records: dict[str, tuple[int, PendingCommit]] = {}  # magic path -> (close order, commit)
         self._futures: set[Future[None]] = set()
@@ -49,15 +77,16 @@ class AttemptUploads:
         self.shared = False
 
     # -- background work -----------------------------------------------------------------
-    def submit(self, work: Callable[[], T]) -> Future[T]:
-        """Run ``work`` in the pool; waits while ``threads`` jobs are already in flight."""
-        self._slots.acquire()
+    def submit(self, work: Callable[[], T], size: int = 0) -> Future[T]:
+        """Run ``work``, which holds ``size`` bytes, in the pool; waits while the bytes
+        already in flight leave no room for it."""
+        held = self._budget.acquire(size)
         try:
             future = self._pool.submit(work)
         except BaseException:
-            self._slots.release()
+            self._budget.release(held)
             raise
-        future.add_done_callback(lambda _f: self._slots.release())
+        future.add_done_callback(lambda _f: self._budget.release(held))
         return future
 
     def start(self, final_path: str, initiate: Callable[[], str]) -> Future[str]:
@@ -73,8 +102,9 @@ class AttemptUploads:
         with self._lock:
             self._started.pop(started, None)
 
-    def finish(self, path: str, work: Callable[[], PendingCommit]) -> None:
-        """Finish a closed file in the background, then record its upload under ``path``."""
+    def finish(self, path: str, work: Callable[[], PendingCommit], size: int = 0) -> None:
+        """Finish a closed file (``size`` bytes left to upload) in the background, then
+        record its upload under ``path``."""
         order = next(self._order)  # a later close of the same path wins, whatever finishes first
 
         def run() -> None:
@@ -85,7 +115,7 @@ class AttemptUploads:
                     self._errors.append(exc)
                 raise
 
-        future = self.submit(run)
+        future = self.submit(run, size)
         with self._lock:
             self._futures.add(future)
         future.add_done_callback(self._done)
