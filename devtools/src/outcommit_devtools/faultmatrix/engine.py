@@ -176,6 +176,12 @@ def _relative_prefix(main: str, dest: str) -> str:
     return dest.rstrip("/")[len(main.rstrip("/")) + 1:] + "/" if dest.startswith(main + "/") else ""
 
 
+def job_context(destination: str, config: Any, flow: Flow) -> JobContext:
+    """The job as the flow's engine declares it: the PySpark data source commits with its
+    tasks' messages (``task_messages``: no claims), MapReduce by discovery."""
+    return JobContext(destination, config=config, task_messages=flow == "spark")
+
+
 class Engine:
     """The driver of one job attempt: its committer, the commit coordinator, the messages."""
 

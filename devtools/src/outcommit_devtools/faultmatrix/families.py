@@ -13,10 +13,19 @@ import posixpath
 from collections.abc import Callable, Mapping
 
 from outcommit import capabilities as caps
-from outcommit.context import JobContext
 
 from . import driverproc
-from .engine import TASKS, Attempt, CellEnv, DriverKilled, Engine, EngineFailure, Files, HarnessError
+from .engine import (
+    TASKS,
+    Attempt,
+    CellEnv,
+    DriverKilled,
+    Engine,
+    EngineFailure,
+    Files,
+    HarnessError,
+    job_context,
+)
 from .oracles import Destination, Observation, read_success
 from .scenarios import DriverKill, JobsLayout, StoreFault, TaskFailure
 from .storefaults import Injector, wrap_for
@@ -77,7 +86,7 @@ def run_job(engine: Engine, obs: Observation, body: Callable[[], object]) -> boo
 
 # -- task attempts ------------------------------------------------------------------------------------
 def task_failure(env: CellEnv, s: TaskFailure) -> Observation:
-    job = JobContext(env.dest, config=env.make().config)
+    job = job_context(env.dest, env.make().config, s.flow)
     main = destination(env, env.dest, env.existing)
     obs = Observation([main])
     # The driver's store can run another actor at a chosen operation (the zombie's close).
@@ -93,15 +102,21 @@ def task_failure(env: CellEnv, s: TaskFailure) -> Observation:
         engine.run_task(0, 1)
         if s.point == "zombie-before-job-commit":
             _zombie_finishes(engine, victim, obs)
+        woke: list[bool] = []
         if s.point == "zombie-during-job-cleanup":
             # Job commit has published everything and starts removing its temporary
             # state: at that moment the zombie closes one more file.
-            driverproc.before_first(hooks, driverproc.cleans_up(engine.committer.dest),
-                                    lambda: _late_write(victim, obs))
+            def late() -> None:
+                woke.append(True)
+                _late_write(victim, obs)
+            driverproc.before_first(hooks, driverproc.cleans_up(engine.committer.dest), late)
         main.before_commit = env.visible(env.dest)
         engine.commit_job()
         hooks.faults.clear()
         if s.point == "zombie-during-job-cleanup":
+            if not woke:
+                raise HarnessError("job commit deleted none of its temporary state: the zombie "
+                                   "never closed its file during the cleanup")
             _zombie_finishes(engine, victim, obs, write=False)
         if s.point == "zombie-after-job-commit":
             _zombie_finishes(engine, victim, obs)
@@ -181,7 +196,7 @@ def _zombie_finishes(engine: Engine, victim: Attempt, obs: Observation, write: b
 _PUBLISHING: dict[tuple[str, str, str], int] = {}
 
 def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
-    job = JobContext(env.dest, config=env.make().config)
+    job = job_context(env.dest, env.make().config, "spark")
     main = destination(env, env.dest, env.existing)
     obs = Observation([main])
     if not env.binding.separate_processes:
@@ -256,7 +271,7 @@ def store_fault(env: CellEnv, s: StoreFault) -> Observation:
     if wrapper is not None:
         env.store = wrapper
     injector = Injector(s, env.binding.proxy if s.store != "rename" else None, wrapper)
-    job = JobContext(env.dest, config=env.make().config)
+    job = job_context(env.dest, env.make().config, "spark")
     main = destination(env, env.dest, env.existing)
     obs = Observation([main])
     engine = Engine(env, job, "spark")
@@ -327,7 +342,7 @@ def jobs_layout(env: CellEnv, s: JobsLayout) -> Observation:
 
 def _start(env: CellEnv, url: str, label: str) -> Engine:
     committer = env.make(url)
-    job = JobContext(url, config=committer.config)
+    job = job_context(url, committer.config, "spark")
     engine = Engine(env, job, "spark", label)
     engine.committer.setup_job(job)
     return engine
@@ -411,7 +426,7 @@ def _fail_refuses(env: CellEnv) -> Observation:
     """The runner set conflict mode ``fail`` with data in the destination: the job must fail."""
     main = destination(env, env.dest, env.existing)
     obs = Observation([main])
-    job = JobContext(env.dest, config=env.make().config)
+    job = job_context(env.dest, env.make().config, "spark")
     engine = Engine(env, job, "spark")
 
     def body() -> None:
