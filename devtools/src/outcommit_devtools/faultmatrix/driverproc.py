@@ -266,6 +266,11 @@ def _child_task_attempt(request: TaskAttemptRequest, conn: Connection) -> None:
         for rel, data in request.files.items():
             with fs.open(f"{base}/{rel}", "wb") as handle:
                 handle.write(data)
+        # Uploads tracked in memory finish in the background: let them land before the
+        # count starts, or "the k-th operation of commit_task" would depend on timing.
+        tracker = getattr(committer, "_tracker", lambda _task: None)(task)
+        if tracker is not None:
+            tracker.wait()
         armed()
         return dict(committer.commit_task(task))
 
