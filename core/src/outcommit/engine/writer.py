@@ -73,16 +73,18 @@ def split_by_partition(batch: Any, columns: Sequence[str]) -> list[tuple[str, An
     keyed = pa.table({**{c: batch.column(c) for c in columns},
                       "__row": pa.array(np.arange(batch.num_rows, dtype=np.int64))})
     groups = keyed.group_by(list(columns), use_threads=False).aggregate([("__row", "list")])
-    # One take puts every group's rows together (the lists' values, in group order); each
-    # group is then a zero-copy slice of it. Only the few keys become Python objects.
+    # Each group's rows are a zero-copy slice of the lists' values (its row numbers, in
+    # input order); only the few keys become Python objects. One copy per group: a slice of
+    # one copy of the whole batch would keep all of it alive while any open file buffers a
+    # few of its rows.
     rows = groups.column("__row_list").combine_chunks()
-    together = batch.select(data_columns).take(rows.flatten())
-    offsets = rows.offsets.to_pylist()
+    numbers, offsets = rows.flatten(), rows.offsets.to_pylist()
+    data = batch.select(data_columns)
     out = []
     for index, key in enumerate(groups.select(list(columns)).to_pylist()):
         directory = "/".join(f"{c}={escape_partition_value(key[c])}" for c in columns)
         start, stop = offsets[index] - offsets[0], offsets[index + 1] - offsets[0]
-        out.append((directory, together.slice(start, stop - start)))
+        out.append((directory, data.take(numbers.slice(start, stop - start))))
     return sorted(out, key=lambda item: item[0])
 
 

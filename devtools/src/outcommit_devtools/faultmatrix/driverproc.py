@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import posixpath
 import signal
 import threading
 from collections.abc import Callable
@@ -25,7 +24,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-from outcommit.committers.delayed.layout import JOB_MARKER
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.factory import create_committer, open_store
 from outcommit.store import Store
@@ -165,14 +163,13 @@ def before_first(store: FaultInjectingStore, matches: Callable[[str, tuple[Any, 
 def cleans_up(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
     """A deletion of the committer's temporary state under ``dest`` (hidden paths).
 
-    Not the deletion of a job's liveness marker: the delayed committers end the job for
-    its writers that way while their uploads complete, before anything is published.
+    The first one is usually a job's liveness marker: a writer closing its file just
+    before it still finds the job live, so the cleanup after it must find its work.
     """
     root = dest.rstrip("/") + "/"
 
     def hidden(path: Any) -> bool:
-        return (isinstance(path, str) and path.startswith(root) and not _data_path(path, dest)
-                and posixpath.basename(path) != JOB_MARKER)
+        return isinstance(path, str) and path.startswith(root) and not _data_path(path, dest)
 
     def matches(operation: str, args: tuple[Any, ...]) -> bool:
         if operation not in ("delete", "delete_many", "delete_empty_dir") or not args:

@@ -13,6 +13,7 @@ import posixpath
 from collections.abc import Callable, Mapping
 
 from outcommit import capabilities as caps
+from outcommit.context import JobContext
 
 from . import driverproc
 from .engine import (
@@ -196,7 +197,10 @@ def _zombie_finishes(engine: Engine, victim: Attempt, obs: Observation, write: b
 _PUBLISHING: dict[tuple[str, str, str], int] = {}
 
 def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
-    job = job_context(env.dest, env.make().config, "spark")
+    # A job a new attempt recovers is committed by discovery then: it cannot declare
+    # task messages (its tasks claim), whatever the first attempt's driver passed.
+    job = (JobContext(env.dest, config=env.make().config) if s.then == "recover"
+           else job_context(env.dest, env.make().config, "spark"))
     main = destination(env, env.dest, env.existing)
     obs = Observation([main])
     if not env.binding.separate_processes:

@@ -37,7 +37,8 @@ REQUESTS_PER_THREAD = 4
 
 
 class ByteBudget:
-    """At most ``limit`` bytes in flight; one bigger request waits until it is alone."""
+    """At most ``limit`` bytes in flight; a bigger request counts as ``limit`` (it waits
+    until it is alone)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -47,7 +48,7 @@ class ByteBudget:
     def acquire(self, size: int) -> int:
         size = min(size, self.limit)
         with self._changed:
-            self._changed.wait_for(lambda: self.used == 0 or self.used + size <= self.limit)
+            self._changed.wait_for(lambda: self.used + size <= self.limit)
             self.used += size
         return size
 
