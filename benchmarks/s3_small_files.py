@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -84,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
                 times = run_job(name, f"s3://{BUCKET}/small-{name}-{time.monotonic_ns()}", config,
                                 args.tasks, args.files, args.size, args.workers)
                 elapsed = time.perf_counter() - started
-                counts: Counter[str] = take_counts(moto_url)
+                counts, cpu = take_counts(moto_url)
                 phases = ", ".join(f"{k} {v:.2f} s" for k, v in times.items())
                 detail = ", ".join(f"{k} {v}" for k, v in counts.most_common())
                 print(f"  {where:28s} {name:10s} total {elapsed:6.2f} s ({phases}); "
-                      f"{sum(counts.values())} requests ({sum(counts.values()) / total:.2f}/file): {detail}",
-                      flush=True)
+                      f"{sum(counts.values())} requests ({sum(counts.values()) / total:.2f}/file): {detail}; "
+                      f"moto's CPU {sum(cpu.values()):.2f} s", flush=True)
         return 0
 
 

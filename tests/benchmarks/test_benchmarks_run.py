@@ -33,6 +33,12 @@ def test_manifest_commit_benchmark_runs() -> None:
     assert "manifest" in out and "v1" in out
 
 
+def test_partitioned_write_benchmark_runs() -> None:
+    out = run("partitioned_write.py", "--rows", "20000", "--tasks", "2", "--repeat", "1")
+    assert "StreamingWriter / write_dataset:" in out
+    assert "split by partition alone, 65,536-row batches" in out
+
+
 @pytest.mark.s3
 def test_s3_commit_benchmark_runs() -> None:
     out = run("s3_commit.py", "--tasks", "2", "--files", "2", "--size", "1024", "--threads", "4")
