@@ -148,7 +148,7 @@ def moto_behind_proxy(delay_ms: float) -> Iterator[tuple[str, str, str]]:
 
 
 def take_counts(moto_url: str) -> tuple[Counter[str], Counter[str]]:
-    """Requests by kind since the last call, and the server's seconds spent on each kind."""
+    """Requests by kind since the last call, and the server's CPU seconds on each kind."""
     with urllib.request.urlopen(moto_url + COUNTS_PATH) as answer:
         taken = json.loads(answer.read())
     return Counter(taken["counts"]), Counter(taken["seconds"])

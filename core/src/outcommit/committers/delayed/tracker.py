@@ -61,11 +61,11 @@ class ByteBudget:
 class AttemptUploads:
     """In-memory record of an attempt's finished uploads, and the pool that finishes them."""
 
-    def __init__(self, mp: MultipartUploads, threads: int, part_size: int) -> None:
+    def __init__(self, mp: MultipartUploads, threads: int) -> None:
         self.mp = mp
         self._pool = ThreadPoolExecutor(max_workers=threads * REQUESTS_PER_THREAD,
                                         thread_name_prefix="outcommit-upload")
-        self._budget = ByteBudget(threads * part_size)
+        self._budget = ByteBudget(threads * mp.part_size)
         self._lock = threading.RLock()  # settle() may run from __del__ in a thread holding it
         self._records: dict[str, tuple[int, PendingCommit]] = {}  # magic path -> (close order, commit)
         self._futures: set[Future[None]] = set()
