@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import uuid
 
 import pytest
-from s3_helpers import run_task, start
+from s3_helpers import outcome, run_task, start
 
 import outcommit
 from outcommit import JobContext
@@ -160,3 +161,64 @@ def test_a_file_closed_while_job_commit_ends_the_job_leaves_no_upload(config, s3
     real = outcommit.open_store(url, config)
     assert visible_files(real, real.strip(url)) == {"a.txt": b"a"}
     assert leftovers(real, real.strip(url)) == []
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_the_sweep_beside_the_completions_leaves_the_jobs_own_uploads_alone(name, config, s3_root):
+    """The sweep runs while the uploads complete. Here every completion waits until it has
+    finished, so its listing holds all of the job's uploads, still pending: it aborts only
+    the upload that nobody will complete (an attempt the engine did not commit), and the
+    job commits."""
+    url = f"{s3_root}/beside-{name}"
+    committer, job = start(url, config, name, **{"outcommit.committer.threads": "4"})
+    files = {f"d={i}/f{i}.txt": f"file {i}".encode() for i in range(3)}
+    messages = [run_task(committer, job, i, {rel: data}) for i, (rel, data) in enumerate(files.items())]
+    run_task(committer, job, 3, {"stale.txt": b"s"})  # not committed: the sweep's to abort
+    swept = threading.Event()
+    sweep = committer.sweep
+
+    def sweep_then_let_completions_go(*args: object) -> object:
+        try:
+            return sweep(*args)
+        finally:
+            swept.set()
+
+    def before_completion(**_: object) -> None:
+        assert swept.wait(30), "the sweep did not run while the uploads were completing"
+
+    committer.sweep = sweep_then_let_completions_go
+    events = committer.store.client.meta.events
+    events.register("before-call.s3.CompleteMultipartUpload", before_completion)
+    try:
+        summary = committer.commit_job(job, messages)
+    finally:
+        events.unregister("before-call.s3.CompleteMultipartUpload", before_completion)
+    assert summary.metrics["uploads.aborted.other"] == 1
+    assert outcome(url, config) == (files, [])
+
+
+def test_a_file_written_to_the_job_directory_after_its_listing_is_deleted_too(config, s3_root):
+    """Job commit lists its directory while the uploads complete and deletes what it found
+    after _SUCCESS, beside a second listing: a file a straggler saved in between (here,
+    right after the first listing) is found by the second and deleted as well."""
+    url = f"{s3_root}/late-state"
+    committer, job = start(url, config)
+    message = run_task(committer, job, 0, {"a.txt": b"a"})
+    root = committer.layout(job).root
+    bucket, _, root_key = root.partition("/")
+    other = outcommit.open_store(url, config)  # not the committer's client: its hooks run inside
+    saved: list[str] = []
+
+    def straggler_saves_a_file(parsed: dict, **_: object) -> None:
+        if not saved and str(parsed.get("Prefix", "")).startswith(root_key):
+            saved.append(f"{root}/attempt-9/late.pendingset")
+            other.write_bytes(saved[0], b"{}")
+
+    events = committer.store.client.meta.events
+    events.register("after-call.s3.ListObjectsV2", straggler_saves_a_file)
+    try:
+        committer.commit_job(job, [message])
+    finally:
+        events.unregister("after-call.s3.ListObjectsV2", straggler_saves_a_file)
+    assert saved and bucket, "the job directory was never listed"
+    assert outcome(url, config) == ({"a.txt": b"a"}, [])

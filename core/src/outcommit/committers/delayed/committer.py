@@ -6,14 +6,16 @@ publishing, and claims the task (:mod:`.claims`). Job commit — :meth:`commit_j
 one place it happens — loads the committed pendingsets (:mod:`.pendingsets`), records
 that it began, applies the conflict mode (:mod:`.conflicts`), completes every upload
 (:mod:`.operations`) while it ends the job for its writers, sweeps what nobody will complete
-(:mod:`.cleanup`, :mod:`.sweep`), writes ``_SUCCESS``, and deletes the job's state.
+(:mod:`.cleanup`, :mod:`.sweep`) and lists its state, writes ``_SUCCESS``, and deletes the
+job's state.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Set as AbstractSet
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
@@ -262,20 +264,34 @@ class DelayedCompletionCommitter(Committer):
             removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
                                         self.destination, log)
             progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
-            with ThreadPoolExecutor(1, thread_name_prefix="outcommit-end") as pool:
-                # The job ends for its writers (its markers go) while its uploads complete,
-                # after its commit record exists: a straggler closing a file from now on
-                # aborts its own upload, and one that checked earlier has saved it where the
-                # listings after completion find it.
-                ended = pool.submit(cleanup.end_job, layout, job)
+            running: set[tuple[str, str]] = set()
+            swept: list[Future[Sweep]] = []
+
+            with ThreadPoolExecutor(1, thread_name_prefix="outcommit-end") as ending, \
+                    ThreadPoolExecutor(1, thread_name_prefix="outcommit-state") as listing:
+                # Beside the completions, after the commit record exists:
+                # - the job ends for its writers (its markers go): a straggler closing a file
+                #   from now on aborts its own upload, and one that checked earlier has
+                #   saved it where the sweep and the listings after it find it;
+                # - then, once the last upload is handed to a thread, the sweep, which
+                #   leaves the ones still completing alone;
+                # - the job directory is listed, so that one batch deletes it after
+                #   _SUCCESS (a second listing then finds anything written since).
+                ended = ending.submit(cleanup.end_job, layout, job)
+                state = listing.submit(layout.meta.list_files, layout.root)
+
+                def sweep_beside() -> None:
+                    if self.abort_pending:
+                        swept.append(ending.submit(self.sweep, job, running))
                 try:
                     self.ops.complete_all(commits, progress, if_none_match=self.exclusive_completion
-                                          and self.conflict_mode == "fail")
+                                          and self.conflict_mode == "fail", unfinished=running,
+                                          when_all_started=sweep_beside)
                 finally:
                     progress.close()
                 ended.result()
             # The output is complete and visible: nothing below may fail the commit.
-            metrics, diagnostics = self._after_completion(job)
+            metrics, diagnostics = self._after_completion(job, swept)
             summary = self.write_success(
                 job, (self.store.url(c.path) for c in commits),
                 metrics={"tasks.committed": commits.tasks, "bytes.committed": commits.length,
@@ -289,15 +305,16 @@ class DelayedCompletionCommitter(Committer):
             raise self.failed_commit(job, exc, started, self._urls(commits)) from exc
         # Every upload of this job is now complete or aborted (by the sweep, or above).
         cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False,
-                         end=False)  # end_job above already deleted the markers
+                         end=False, listed=state)  # end_job above already deleted the markers
         log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
         return summary
 
     def _urls(self, commits: JobCommits | None) -> Iterator[str]:
         return (self.store.url(c.path) for c in commits or ())
 
-    def _after_completion(self, job: JobContext) -> tuple[dict[str, int], dict[str, str]]:
-        """Sweep pending uploads under the destination, or report what stays pending.
+    def _after_completion(self, job: JobContext,
+                          swept: Sequence[Future[Sweep]]) -> tuple[dict[str, int], dict[str, str]]:
+        """Report the sweep that ran beside the completions, or what stays pending.
 
         A failed sweep must not fail a job whose output is complete; a skipped or disabled
         one must not leave uploads pending silently (they cost storage until aborted).
@@ -307,7 +324,7 @@ class DelayedCompletionCommitter(Committer):
             "not applicable"
         if self.abort_pending:
             try:
-                result = self.sweep(job)
+                result = swept[0].result()
                 if not result.skipped:
                     return {"uploads.aborted.other": result.aborted}, {"uploads.sweep": "done"}
                 state = (f"skipped {result.skipped} uploads that may belong to live jobs "
@@ -333,9 +350,11 @@ class DelayedCompletionCommitter(Committer):
         return {"uploads.pending.remaining": remaining}, {"uploads.sweep": state}
 
     # -- abort and cleanup ----------------------------------------------------------------------------
-    def sweep(self, job: JobContext) -> Sweep:
-        """Abort the pending uploads under the destination that no live job may own."""
-        return sweeping.sweep(self.ops, self.layout(job).root, self.destination, self.logger(job))
+    def sweep(self, job: JobContext, running: AbstractSet[tuple[str, str]] = frozenset()) -> Sweep:
+        """Abort the pending uploads under the destination that no live job may own
+        (``running``: this job's uploads being completed meanwhile, left alone)."""
+        return sweeping.sweep(self.ops, self.layout(job).root, self.destination, self.logger(job),
+                              running)
 
     def abort_job(self, job: JobContext) -> None:
         cleanup.teardown(self, job, delete_completed=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from outcommit.errors import CommitError, DestinationExistsError, UploadGoneError
 from outcommit.multipart import MultipartUploads
@@ -32,18 +32,34 @@ class CommitOperations:
         self.threads = threads
 
     def complete_all(self, commits: Collection[PendingCommit], progress: Progress | None = None,
-                     if_none_match: bool = False) -> None:
+                     if_none_match: bool = False, unfinished: set[tuple[str, str]] | None = None,
+                     when_all_started: Callable[[], object] | None = None) -> None:
         """Complete every upload; the first failures are reported together, nothing is undone.
 
         ``if_none_match``: an object that exists at a target (and is not this upload's own
         earlier completion) is not replaced, atomically (DestinationExistsError).
+        ``unfinished``: holds ``(path, upload_id)`` of every upload handed to a thread and
+        not yet completed (a failed one stays), for work that runs beside the completions
+        and must not touch them. ``when_all_started``: called once every upload has been
+        handed to a thread (at most a window of them is then still running).
         """
         def complete(commit: PendingCommit) -> str:
             relative_to(commit.path, self.dest)  # containment, again, right before acting
-            return self.mp.complete(commit.path, commit.upload_id, commit.etags, if_none_match)
+            etag = self.mp.complete(commit.path, commit.upload_id, commit.etags, if_none_match)
+            if unfinished is not None:
+                unfinished.discard((commit.path, commit.upload_id))
+            return etag
+
+        def started() -> Iterator[PendingCommit]:
+            for commit in commits:
+                if unfinished is not None:
+                    unfinished.add((commit.path, commit.upload_id))
+                yield commit
+            if when_all_started is not None:
+                when_all_started()
 
         failures = []
-        for outcome in outcomes(complete, commits, self.threads, "outcommit-complete"):
+        for outcome in outcomes(complete, started(), self.threads, "outcommit-complete"):
             if outcome.error is not None:
                 failures.append((outcome.item, outcome.error))
             if progress is not None:

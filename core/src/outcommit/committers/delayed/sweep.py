@@ -13,6 +13,7 @@ aborted (docs/s3.md says how).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from outcommit.multipart import PendingUpload
@@ -56,9 +57,17 @@ def other_jobs_by_directory(ops: CommitOperations, own_root: str,
     return {d: names for d, names in zip(directories, listed, strict=True) if names}
 
 
-def sweep(ops: CommitOperations, own_root: str, destination: str, log: Logger) -> Sweep:
-    """Abort the pending uploads under the destination that no other live job may own."""
-    pending = [p for p in ops.mp.list_pending(ops.dest + "/") if is_inside(p.path, ops.dest)]
+def sweep(ops: CommitOperations, own_root: str, destination: str, log: Logger,
+          running: AbstractSet[tuple[str, str]] = frozenset()) -> Sweep:
+    """Abort the pending uploads under the destination that no other live job may own.
+
+    ``running``: ``(path, upload_id)`` of this job's uploads being completed while the
+    sweep runs (a set that shrinks as they complete), never touched. It is copied before
+    the listing: an upload of the job that is listed was still in it then.
+    """
+    completing = frozenset(running)  # one C-level copy: atomic under the GIL
+    pending = [p for p in ops.mp.list_pending(ops.dest + "/") if is_inside(p.path, ops.dest)
+               and (p.path, p.upload_id) not in completing]
     busy = other_jobs_by_directory(ops, own_root, pending)
     owned = [p for p in pending if any(d in busy for d in ancestors(p.path))]
     owners = sorted({name for names in busy.values() for name in names})
