@@ -2,7 +2,9 @@
 
 The order is what makes stragglers safe ("write, then check"): the job's markers go
 first, so a writer whose liveness check comes later aborts its own upload, and one whose
-check came earlier has saved its ``.pending`` data, which the listings that follow find.
+check came earlier has saved its ``.pending`` data, which the listings that follow the
+markers' deletion find (at job commit: the sweep's, and the job directory's after
+``_SUCCESS``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from outcommit import capabilities as caps
 from outcommit.context import JobContext
-from outcommit.store import FileInfo
+from outcommit.store import FileInfo, Store
 
 from .files import PENDING_SUFFIX, PENDINGSET_SUFFIX, Expectations, PendingCommit
 from .layout import JobLayout
@@ -42,17 +44,23 @@ def known_commits(layout: JobLayout, expect: Expectations) -> list[PendingCommit
     return found
 
 
+def deletes_listed(meta: Store) -> bool:
+    """Is the job directory deleted by its listed keys (S3: a directory is only a key
+    prefix, and deletes go in batches)? Elsewhere it is deleted recursively."""
+    return meta.batch_delete() is not None and not meta.has_capability(caps.RENAME_DIRECTORY_ATOMIC)
+
+
 def delete_state(layout: JobLayout, listed: Future[list[FileInfo]] | None = None) -> None:
     """Delete the job directory.
 
-    ``listed``: its files, listed while the job committed. Where a directory is only a
-    key prefix and deletes go in batches (S3), they are deleted at once while a second
-    listing looks for anything written since (a straggler's file), which is then deleted
-    too: one round trip after ``_SUCCESS`` where a recursive delete takes two.
+    ``listed``: its files, listed while the job committed (only where
+    :func:`deletes_listed`). They are deleted at once, in batches of the store's size,
+    while a second listing looks for anything written since (a straggler's file), which
+    is then deleted too: for a job directory of up to a batch, one round trip after
+    ``_SUCCESS`` where a recursive delete takes two.
     """
     meta = layout.meta
-    if (listed is None or listed.exception() is not None or meta.batch_delete() is None
-            or meta.has_capability(caps.RENAME_DIRECTORY_ATOMIC)):
+    if listed is None or listed.exception() is not None or not deletes_listed(meta):
         meta.delete(layout.root, recursive=True)
         return
     known = [info.path for info in listed.result()]

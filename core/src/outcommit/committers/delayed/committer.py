@@ -272,13 +272,14 @@ class DelayedCompletionCommitter(Committer):
                 # Beside the completions, after the commit record exists:
                 # - the job ends for its writers (its markers go): a straggler closing a file
                 #   from now on aborts its own upload, and one that checked earlier has
-                #   saved it where the sweep and the listings after it find it;
-                # - then, once the last upload is handed to a thread, the sweep, which
+                #   saved it where the sweep and the listing after _SUCCESS find it;
+                # - then, once the last upload is handed to the pool, the sweep, which
                 #   leaves the ones still completing alone;
-                # - the job directory is listed, so that one batch deletes it after
-                #   _SUCCESS (a second listing then finds anything written since).
+                # - on S3, the job directory is listed, so that a batch deletes it after
+                #   _SUCCESS (beside a second listing, which finds anything written since).
                 ended = ending.submit(cleanup.end_job, layout, job)
-                state = listing.submit(layout.meta.list_files, layout.root)
+                state = (listing.submit(layout.meta.list_files, layout.root)
+                         if cleanup.deletes_listed(layout.meta) else None)
 
                 def sweep_beside() -> None:
                     if self.abort_pending:
@@ -324,7 +325,7 @@ class DelayedCompletionCommitter(Committer):
             "not applicable"
         if self.abort_pending:
             try:
-                result = swept[0].result()
+                result = swept[0].result() if swept else self.sweep(job)
                 if not result.skipped:
                     return {"uploads.aborted.other": result.aborted}, {"uploads.sweep": "done"}
                 state = (f"skipped {result.skipped} uploads that may belong to live jobs "

@@ -38,10 +38,10 @@ class CommitOperations:
 
         ``if_none_match``: an object that exists at a target (and is not this upload's own
         earlier completion) is not replaced, atomically (DestinationExistsError).
-        ``unfinished``: holds ``(path, upload_id)`` of every upload handed to a thread and
+        ``unfinished``: holds ``(path, upload_id)`` of every upload handed to the pool and
         not yet completed (a failed one stays), for work that runs beside the completions
         and must not touch them. ``when_all_started``: called once every upload has been
-        handed to a thread (at most a window of them is then still running).
+        handed to the pool (at most a window of them is then still running).
         """
         def complete(commit: PendingCommit) -> str:
             relative_to(commit.path, self.dest)  # containment, again, right before acting
