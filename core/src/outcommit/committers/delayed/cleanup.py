@@ -53,14 +53,14 @@ def deletes_listed(meta: Store) -> bool:
 def delete_state(layout: JobLayout, listed: Future[list[FileInfo]] | None = None) -> None:
     """Delete the job directory.
 
-    ``listed``: its files, listed while the job committed (only where
-    :func:`deletes_listed`). They are deleted at once, in batches of the store's size,
+    ``listed``: its files, listed while the job committed, given only where
+    :func:`deletes_listed`. They are deleted at once, in batches of the store's size,
     while a second listing looks for anything written since (a straggler's file), which
     is then deleted too: for a job directory of up to a batch, one round trip after
     ``_SUCCESS`` where a recursive delete takes two.
     """
     meta = layout.meta
-    if listed is None or listed.exception() is not None or not deletes_listed(meta):
+    if listed is None or listed.exception() is not None:
         meta.delete(layout.root, recursive=True)
         return
     known = [info.path for info in listed.result()]
