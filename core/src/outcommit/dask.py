@@ -39,15 +39,12 @@ from .context import JobContext
 from .engine.tasks import AttemptResult, WriteSettings, job_messages, write_attempt
 from .engine.writer import FORMATS
 from .errors import CommitError, ConfigError, InjectedFailure
-from .factory import create_committer, open_store
-from .store import Store
+from .factory import create_committer, shared_store
 from .success import SuccessData
 
 log = logging.getLogger("outcommit.dask")
 
 __all__ = ["DaskWrite", "to_parquet", "write"]
-
-_STORES: dict[tuple[str, tuple[tuple[str, str], ...]], Store] = {}
 
 
 @dataclass(frozen=True)
@@ -81,13 +78,6 @@ class DaskWrite:
     results: list[AttemptResult] = field(default_factory=list)
 
 
-def _store(destination: str, config: dict[str, str]) -> Store:
-    key = (destination, tuple(sorted(config.items())))
-    if key not in _STORES:
-        _STORES[key] = open_store(destination, config)
-    return _STORES[key]
-
-
 def _first_execution(plan: _Plan, index: int) -> bool:
     """Test hook: True the first time partition ``index`` runs (a marker file says later)."""
     try:
@@ -110,7 +100,7 @@ def _write_attempt(frame: Any, plan: _Plan, index: int) -> AttemptResult:
     import pyarrow as pa
 
     committer = create_committer(plan.destination, plan.config, plan.committer,
-                                 store=_store(plan.destination, plan.config))
+                                 store=shared_store(plan.destination, plan.config))
     committer.selection = plan.selection
     job = JobContext.from_dict(plan.job)
     attempt = secrets.randbelow(1 << 30)  # see the module docs: Dask has no attempt number

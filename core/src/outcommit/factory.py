@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,6 +85,35 @@ def open_store(destination: str, config: Mapping[str, Any] | Config | None = Non
     spec = get_registry().store_spec(scheme_of(url))
     check_config(cfg)
     return spec.factory(url, cfg)
+
+
+# Stores shared by the task attempts a worker process runs: see shared_store.
+_SHARED: dict[tuple[Any, ...], Store] = {}
+_SHARED_LOCK = threading.Lock()
+_MAX_SHARED_STORES = 16
+
+
+def shared_store(destination: str, config: Mapping[str, Any] | None = None) -> Store:
+    """The store for ``destination`` and ``config`` that this process's task attempts share.
+
+    Opening a store is not free: an S3 store's client costs ~40 ms of CPU to make and
+    opens its own connections (TLS handshakes on a real endpoint). Executors run one task
+    after another, or several at once: like Hadoop's ``FileSystem.get`` cache and fsspec's
+    instance cache, they share one store (its client and connection pool) per destination,
+    configuration and store plugin. Stores are thread-safe; the few most recent are kept.
+    Drivers open their own (``open_store``): the job's request counts stay its own.
+    """
+    url = normalise_url(destination)
+    items = tuple(sorted((str(k), str(v)) for k, v in (config or {}).items()))
+    key = (get_registry().store_spec(scheme_of(url)).factory, url, items)
+    with _SHARED_LOCK:
+        store = _SHARED.pop(key, None)  # re-inserted last: the least recently used goes first
+        if store is None:
+            while len(_SHARED) >= _MAX_SHARED_STORES:
+                _SHARED.pop(next(iter(_SHARED)))
+            store = open_store(url, dict(items))
+        _SHARED[key] = store
+        return store
 
 
 def select_committer(scheme: str, config: Config, explicit: str | None,

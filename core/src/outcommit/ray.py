@@ -47,23 +47,12 @@ from .context import JobContext
 from .engine.tasks import AttemptResult, WriteSettings, job_messages, write_attempt
 from .engine.writer import FORMATS
 from .errors import CommitError, ConfigError, InjectedFailure
-from .factory import create_committer, open_store
-from .store import Store
+from .factory import create_committer, shared_store
 from .success import SuccessData
 
 log = logging.getLogger("outcommit.ray")
 
 __all__ = ["Datasink", "DatasinkBase", "task_attempt_number"]
-
-_STORES: dict[tuple[str, tuple[tuple[str, str], ...]], Store] = {}
-
-
-def _store(destination: str, config: dict[str, str]) -> Store:
-    """One store (and its client) per destination and config in each worker process."""
-    key = (destination, tuple(sorted(config.items())))
-    if key not in _STORES:
-        _STORES[key] = open_store(destination, config)
-    return _STORES[key]
 
 
 def task_attempt_number() -> int:
@@ -161,7 +150,7 @@ class DatasinkBase:
             raise CommitError("the outcommit Datasink's job was not set up: use it through "
                               "Dataset.write_datasink, which calls on_write_start first")
         committer = create_committer(self.destination, self.config, self.committer_name,
-                                     store=_store(self.destination, self.config))
+                                     store=shared_store(self.destination, self.config))
         committer.selection = self.selection
         return committer, JobContext.from_dict(self.job)
 

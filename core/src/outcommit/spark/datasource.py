@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -26,18 +25,11 @@ from ..committer import Committer
 from ..context import JobContext
 from ..engine.tasks import commit_accepted_attempts, commits_on_executor
 from ..errors import InjectedFailure, OptionError, OutcommitError
-from ..factory import create_committer, open_store
-from ..store import Store
+from ..factory import create_committer, shared_store
 from ..success import SuccessData
 from .options import WritePlan, build_plan
 
 log = logging.getLogger("outcommit.spark")
-
-# Spark reuses its Python workers across tasks and writes: one store (and its HTTP client,
-# whose creation costs ~0.3 s with boto3) per destination and config in each process.
-_STORES: dict[tuple[str, tuple[tuple[str, str], ...]], Store] = {}
-_STORES_LOCK = threading.Lock()
-_MAX_CACHED_STORES = 16
 
 
 @contextmanager
@@ -58,17 +50,6 @@ def reported_to_spark(step: str) -> Iterator[None]:
         log.debug("%s failed: %s", step, error, exc_info=True)
         os.environ["SPARK_HIDE_TRACEBACK"] = "1"
         raise
-
-
-def cached_store(destination: str, config: dict[str, str]) -> Store:
-    key = (destination, tuple(sorted(config.items())))
-    with _STORES_LOCK:
-        store = _STORES.get(key)
-        if store is None:
-            if len(_STORES) >= _MAX_CACHED_STORES:
-                _STORES.pop(next(iter(_STORES)))
-            store = _STORES[key] = open_store(destination, config)
-        return store
 
 
 @dataclass
@@ -162,7 +143,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     def _committer(self) -> tuple[Committer, JobContext]:
         committer = create_committer(self.plan.destination, self.plan.config, self.committer_name,
-                                     store=cached_store(self.plan.destination, self.plan.config))
+                                     store=shared_store(self.plan.destination, self.plan.config))
         committer.selection = self.selection
         return committer, JobContext.from_dict(self.job)
 

@@ -24,8 +24,9 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 
 from ..engine.tasks import write_attempt
 from ..errors import InjectedFailure, OutcommitError
+from ..factory import shared_store
 from ..streaming.sink import BatchIdentity, BatchTaskResult, StreamingSink
-from .datasource import _driver_logging, cached_store
+from .datasource import _driver_logging
 from .options import StreamPlan
 
 log = logging.getLogger("outcommit.spark")
@@ -93,7 +94,7 @@ class OutcommitStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
 
         return StreamingSink(plan.destination, plan.config, plan.committer,
                              compact_interval=self.plan.compact_interval,
-                             store=cached_store(plan.destination, plan.config), on_step=on_step)
+                             store=shared_store(plan.destination, plan.config), on_step=on_step)
 
     # -- task attempt (executor) ------------------------------------------------------------
     def write(self, iterator: Iterator[Any]) -> OutcommitStreamMessage:

@@ -1,0 +1,69 @@
+"""The factory's store sharing: one store per destination, configuration and plugin in a process."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import outcommit
+from outcommit import factory
+from outcommit.factory import shared_store
+from outcommit.plugins import reset_registry
+from outcommit.store import StoreSpec
+from outcommit.stores.memory import MemoryStore
+
+
+def test_task_attempts_share_one_store_per_destination_and_configuration() -> None:
+    dest = "memory://shared/table"
+    first = shared_store(dest, {"outcommit.committer.threads": "4"})
+    assert shared_store(dest, {"outcommit.committer.threads": "4"}) is first
+    assert shared_store(dest, {"outcommit.committer.threads": 4}) is first  # values as strings
+    assert shared_store(dest, {"outcommit.committer.threads": "8"}) is not first
+    assert shared_store("memory://shared/other", {"outcommit.committer.threads": "4"}) is not first
+    assert first.config.get_int("outcommit.committer.threads", 1) == 4
+
+
+def test_threads_opening_the_same_store_at_once_get_one_store() -> None:
+    dest, start = "memory://shared/at-once", threading.Barrier(8)
+
+    def open_it(_: int) -> object:
+        start.wait(timeout=60)
+        return shared_store(dest)
+
+    with ThreadPoolExecutor(8) as pool:
+        stores = list(pool.map(open_it, range(8)))
+    assert len({id(s) for s in stores}) == 1
+
+
+def test_a_store_registered_again_is_not_served_from_the_cache() -> None:
+    """Another plugin for the scheme (a test's fault-injecting store, say) gets its own store."""
+
+    class Marked(MemoryStore):
+        pass
+
+    class Plugin:
+        @outcommit.hookimpl
+        def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
+            register(StoreSpec(("memory",), lambda url, config: Marked(url, config), "v1",
+                               Marked.capabilities), replace=True)
+
+    before = shared_store("memory://shared/replaced")
+    registry = reset_registry(autoload=False)
+    try:
+        registry.add_plugin(Plugin(), "marked")
+        replaced = shared_store("memory://shared/replaced")
+        assert isinstance(replaced, Marked) and replaced is not before
+    finally:
+        reset_registry()
+    assert shared_store("memory://shared/replaced") is before
+
+
+def test_only_the_most_recently_used_stores_are_kept() -> None:
+    kept = shared_store("memory://shared/kept")
+    churned = []
+    for n in range(factory._MAX_SHARED_STORES):
+        churned.append(shared_store(f"memory://shared/churn-{n}"))
+        shared_store("memory://shared/kept")  # used all along: never the least recent
+    assert len(factory._SHARED) == factory._MAX_SHARED_STORES
+    assert shared_store("memory://shared/kept") is kept
+    assert shared_store("memory://shared/churn-0") is not churned[0]  # the least recent went
