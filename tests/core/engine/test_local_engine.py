@@ -101,3 +101,70 @@ def test_partition_values_cannot_escape_their_directory() -> None:
     assert "/" not in escape_partition_value("a/../../etc")
     assert escape_partition_value(None) == "__HIVE_DEFAULT_PARTITION__"
     assert escape_partition_value("a=b") == "a%3Db"
+
+
+def test_a_committing_task_leaves_its_write_slot_to_the_next_task(tmp_path, monkeypatch) -> None:
+    """With one writer, task 0's commit waits until task 1 writes: only possible when a
+    commit (round trips, no CPU) does not hold the slot. At most ``workers`` tasks write."""
+    import threading
+
+    from outcommit.engine import local
+
+    second_writes, lock = threading.Event(), threading.Lock()
+    writing, most, seen = [0], [0], []
+    write_batches = local.StreamingWriter.write_batches
+
+    def counted_write(self, batches):  # type: ignore[no-untyped-def]
+        with lock:
+            writing[0] += 1
+            most[0] = max(most[0], writing[0])
+        if self.task_index == 1:
+            second_writes.set()
+        try:
+            return write_batches(self, batches)
+        finally:
+            with lock:
+                writing[0] -= 1
+
+    create = local.create_committer
+
+    def committer_waiting_for_task_1(*args, **kwargs):  # type: ignore[no-untyped-def]
+        committer = create(*args, **kwargs)
+        commit_task = committer.commit_task
+
+        def commit(task):  # type: ignore[no-untyped-def]
+            if task.index == 0:
+                seen.append(second_writes.wait(timeout=60))
+            return commit_task(task)
+
+        committer.commit_task = commit
+        return committer
+
+    monkeypatch.setattr(local.StreamingWriter, "write_batches", counted_write)
+    monkeypatch.setattr(local, "create_committer", committer_waiting_for_task_1)
+    dest = f"file://{tmp_path}/out"
+    LocalDriver(dest, workers=1).run(tables(4))
+    assert seen == [True]
+    assert most[0] == 1
+    assert sorted(read_back(dest)["id"].to_pylist()) == list(range(120))
+
+
+def test_task_attempts_share_one_store(tmp_path, monkeypatch) -> None:
+    """Opening a store per attempt would make an S3 client (~40 ms of CPU) and new
+    connections for every task: the attempts of a process share the factory's store."""
+    from outcommit.engine import local
+
+    stores = []
+    create = local.create_committer
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        stores.append(kwargs.get("store"))
+        return create(*args, **kwargs)
+
+    monkeypatch.setattr(local, "create_committer", recording)
+    dest = f"file://{tmp_path}/out"
+    LocalDriver(dest, failures=[FailurePoint(task=1, point="mid-write")]).run(tables(3))
+    driver, *attempts = stores  # the driver opens its own: the job's request counts stay its own
+    assert driver is None and len(attempts) == 4
+    assert attempts[0] is not None and all(s is attempts[0] for s in attempts)
+    assert sorted(read_back(dest)["id"].to_pylist()) == list(range(90))

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import capabilities as caps
+from ..committer import Committer
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, InjectedFailure
-from ..factory import create_committer
+from ..factory import create_committer, shared_store
 from ..success import SuccessData
-from .writer import StreamingWriter
+from .writer import StreamingWriter, WrittenFile
 
 log = logging.getLogger(__name__)
 
@@ -83,27 +86,22 @@ class JobResult:
     duration_s: float = 0.0
 
 
-def run_task_attempt(spec: TaskSpec) -> TaskResult:
-    """One task attempt: setup, write, commit. Runs in a worker thread or process."""
-    committer = create_committer(spec.destination, spec.config, spec.committer)
+def run_task_attempt(spec: TaskSpec, writing: AbstractContextManager[Any] | None = None) -> TaskResult:
+    """One task attempt: setup, write, commit. Runs in a worker thread or process.
+
+    ``writing``, if given, is held while the attempt writes: a slot among the tasks allowed
+    to write at once (thread pools). Setup and commit (the attempt's last uploads,
+    publishing its pendingset) are round trips, not CPU: they run outside the slot, so
+    another task writes meanwhile.
+    """
+    committer = create_committer(spec.destination, spec.config, spec.committer,
+                                 store=shared_store(spec.destination, spec.config))
     task = TaskAttemptContext(JobContext.from_dict(spec.job), spec.index, spec.attempt)
     failure = spec.failure
     committer.setup_task(task)
     try:
-        def maybe_fail(seq: int, rel: str) -> None:
-            if failure and failure.point == "mid-write" and seq >= failure.after_files:
-                raise InjectedFailure(
-                    f"injected failure of task {spec.index} attempt {spec.attempt} mid-write")
-
-        # A table, or any iterable of record batches: written as they come.
-        batches = spec.table.to_batches(max_chunksize=64 * 1024) \
-            if hasattr(spec.table, "to_batches") else spec.table
-        written = StreamingWriter(committer.filesystem(task), committer.work_path(task), spec.index,
-                                  task.job_id, spec.attempt, spec.fmt, spec.partition_by,
-                                  max_rows_per_file=spec.max_rows_per_file,
-                                  on_file=maybe_fail).write_batches(batches)
-        if failure and failure.point == "mid-write":
-            maybe_fail(len(written) + failure.after_files, "")
+        with writing or nullcontext():
+            written = _write(committer, task, spec)
         if failure and failure.point == "before-commit":
             raise InjectedFailure(f"injected failure of task {spec.index} before commit")
         message = committer.commit_task(task)
@@ -117,6 +115,27 @@ def run_task_attempt(spec: TaskSpec) -> TaskResult:
                                     "files": len(written), "bytes": sum(w.bytes for w in written)}}
     return TaskResult(message, sum(w.rows for w in written), len(written),
                       sum(w.bytes for w in written))
+
+
+def _write(committer: Committer, task: TaskAttemptContext, spec: TaskSpec) -> list[WrittenFile]:
+    """The attempt's rows into its work path; fails where ``spec.failure`` says (mid-write)."""
+    failure = spec.failure
+
+    def maybe_fail(seq: int, rel: str) -> None:
+        if failure and failure.point == "mid-write" and seq >= failure.after_files:
+            raise InjectedFailure(
+                f"injected failure of task {spec.index} attempt {spec.attempt} mid-write")
+
+    # A table, or any iterable of record batches: written as they come.
+    batches = spec.table.to_batches(max_chunksize=64 * 1024) \
+        if hasattr(spec.table, "to_batches") else spec.table
+    written = StreamingWriter(committer.filesystem(task), committer.work_path(task), spec.index,
+                              task.job_id, spec.attempt, spec.fmt, spec.partition_by,
+                              max_rows_per_file=spec.max_rows_per_file,
+                              on_file=maybe_fail).write_batches(batches)
+    if failure and failure.point == "mid-write":
+        maybe_fail(len(written) + failure.after_files, "")
+    return written
 
 
 class LocalDriver:
@@ -144,7 +163,15 @@ class LocalDriver:
     def _executor(self) -> Executor:
         if self.mode == "process":
             return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        return ThreadPoolExecutor(self.workers, thread_name_prefix="outcommit-task")
+        # ``workers`` tasks write at once (the slots); as many more threads let the attempts
+        # that finished writing commit meanwhile.
+        return ThreadPoolExecutor(2 * self.workers, thread_name_prefix="outcommit-task")
+
+    def _submit(self, pool: Executor, spec: TaskSpec,
+                slots: threading.BoundedSemaphore | None) -> Future[TaskResult]:
+        if slots is None:
+            return pool.submit(run_task_attempt, spec)
+        return pool.submit(run_task_attempt, spec, slots)
 
     def _spec(self, job: JobContext, index: int, attempt: int, table: Any) -> TaskSpec:
         failure = next((f for f in self.failures if f.task == index and f.attempt == attempt), None)
@@ -162,10 +189,11 @@ class LocalDriver:
         attempts: dict[int, int] = {}
         failures: list[str] = []
         try:
+            slots = threading.BoundedSemaphore(self.workers) if self.mode == "thread" else None
             with self._executor() as pool:
                 pending: dict[Future[TaskResult], tuple[int, int]] = {}
                 for index, table in enumerate(tables):
-                    pending[pool.submit(run_task_attempt, self._spec(job, index, 0, table))] = (index, 0)
+                    pending[self._submit(pool, self._spec(job, index, 0, table), slots)] = (index, 0)
                 while pending:
                     future = next(iter(_completed(pending)))
                     index, attempt = pending.pop(future)
@@ -186,7 +214,7 @@ class LocalDriver:
                         if attempt + 1 >= self.max_attempts:
                             raise CommitError(f"task {index} failed {attempt + 1} times: {exc}") from exc
                     retry = self._spec(job, index, attempt + 1, tables[index])
-                    pending[pool.submit(run_task_attempt, retry)] = (index, attempt + 1)
+                    pending[self._submit(pool, retry, slots)] = (index, attempt + 1)
             messages = [results[i].message for i in sorted(results)]
             self.progress(f"committing job {job.job_id} ({len(messages)} task messages)")
             stats = {"rows": sum(r.rows for r in results.values()),
