@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
+import pytest
 
 import outcommit
 from outcommit import factory
@@ -11,6 +10,12 @@ from outcommit.factory import shared_store
 from outcommit.plugins import reset_registry
 from outcommit.store import StoreSpec
 from outcommit.stores.memory import MemoryStore
+
+
+@pytest.fixture(autouse=True)
+def no_shared_stores(monkeypatch) -> None:
+    """Each test starts with an empty cache (it is the process's)."""
+    monkeypatch.setattr(factory, "_SHARED", {})
 
 
 def test_task_attempts_share_one_store_per_destination_and_configuration() -> None:
@@ -23,16 +28,30 @@ def test_task_attempts_share_one_store_per_destination_and_configuration() -> No
     assert first.config.get_int("outcommit.committer.threads", 1) == 4
 
 
-def test_threads_opening_the_same_store_at_once_get_one_store() -> None:
-    dest, start = "memory://shared/at-once", threading.Barrier(8)
+def test_a_changed_environment_gets_its_own_store(monkeypatch) -> None:
+    """Stores read credentials, regions and endpoints from the environment when made."""
+    before = shared_store("memory://shared/env")
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    assert shared_store("memory://shared/env") is not before
+    monkeypatch.delenv("AWS_REGION")
+    assert shared_store("memory://shared/env") is before
 
-    def open_it(_: int) -> object:
-        start.wait(timeout=60)
-        return shared_store(dest)
 
-    with ThreadPoolExecutor(8) as pool:
-        stores = list(pool.map(open_it, range(8)))
-    assert len({id(s) for s in stores}) == 1
+def test_a_forked_child_does_not_use_its_parents_stores() -> None:
+    """A client's connections and locks are not safe across fork."""
+    import os
+
+    parent = shared_store("memory://shared/fork")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reports whether it got its parent's store, and exits
+        os.write(write, b"same" if shared_store("memory://shared/fork") is parent else b"own")
+        os._exit(0)
+    os.close(write)
+    answer = os.read(read, 16)
+    os.waitpid(pid, 0)
+    assert answer == b"own"
+    assert shared_store("memory://shared/fork") is parent
 
 
 def test_a_store_registered_again_is_not_served_from_the_cache() -> None:

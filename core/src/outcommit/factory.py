@@ -87,10 +87,20 @@ def open_store(destination: str, config: Mapping[str, Any] | Config | None = Non
     return spec.factory(url, cfg)
 
 
-# Stores shared by the task attempts a worker process runs: see shared_store.
+# Stores shared by the task attempts of a process: see shared_store.
 _SHARED: dict[tuple[Any, ...], Store] = {}
 _SHARED_LOCK = threading.Lock()
 _MAX_SHARED_STORES = 16
+
+
+def _forget_shared_stores() -> None:
+    """In a forked child: its parent's clients and connections are not its own."""
+    global _SHARED_LOCK
+    _SHARED.clear()
+    _SHARED_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_shared_stores)
 
 
 def shared_store(destination: str, config: Mapping[str, Any] | None = None) -> Store:
@@ -100,12 +110,16 @@ def shared_store(destination: str, config: Mapping[str, Any] | None = None) -> S
     opens its own connections (TLS handshakes on a real endpoint). Executors run one task
     after another, or several at once: like Hadoop's ``FileSystem.get`` cache and fsspec's
     instance cache, they share one store (its client and connection pool) per destination,
-    configuration and store plugin. Stores are thread-safe; the few most recent are kept.
-    Drivers open their own (``open_store``): the job's request counts stay its own.
+    configuration, environment (stores read credentials, regions and endpoints from it)
+    and store plugin. Stores are thread-safe; the few most recently used are kept. Never
+    ``close()`` a shared store. A job's ``_SUCCESS`` counts the requests made during its
+    job commit, so a committer on a shared store reports another user's requests only if
+    they hit the same store at that moment; the local engine's driver opens its own.
     """
     url = normalise_url(destination)
     items = tuple(sorted((str(k), str(v)) for k, v in (config or {}).items()))
-    key = (get_registry().store_spec(scheme_of(url)).factory, url, items)
+    environment = frozenset(os.environ.items())
+    key = (get_registry().store_spec(scheme_of(url)).factory, url, items, environment)
     with _SHARED_LOCK:
         store = _SHARED.pop(key, None)  # re-inserted last: the least recently used goes first
         if store is None:

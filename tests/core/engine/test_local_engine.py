@@ -104,13 +104,14 @@ def test_partition_values_cannot_escape_their_directory() -> None:
 
 
 def test_a_committing_task_leaves_its_write_slot_to_the_next_task(tmp_path, monkeypatch) -> None:
-    """With one writer, task 0's commit waits until task 1 writes: only possible when a
-    commit (round trips, no CPU) does not hold the slot. At most ``workers`` tasks write."""
+    """With one writer, the first task to commit waits until another task starts writing:
+    only possible when a commit (its round trips) does not hold the write slot."""
     import threading
 
     from outcommit.engine import local
 
-    second_writes, lock = threading.Event(), threading.Lock()
+    lock = threading.Lock()
+    first_commit, written_meanwhile = threading.Event(), threading.Event()
     writing, most, seen = [0], [0], []
     write_batches = local.StreamingWriter.write_batches
 
@@ -118,8 +119,8 @@ def test_a_committing_task_leaves_its_write_slot_to_the_next_task(tmp_path, monk
         with lock:
             writing[0] += 1
             most[0] = max(most[0], writing[0])
-        if self.task_index == 1:
-            second_writes.set()
+            if first_commit.is_set():  # a write that began while the first commit waits
+                written_meanwhile.set()
         try:
             return write_batches(self, batches)
         finally:
@@ -128,24 +129,27 @@ def test_a_committing_task_leaves_its_write_slot_to_the_next_task(tmp_path, monk
 
     create = local.create_committer
 
-    def committer_waiting_for_task_1(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def committer_waiting_for_a_write(*args, **kwargs):  # type: ignore[no-untyped-def]
         committer = create(*args, **kwargs)
         commit_task = committer.commit_task
 
         def commit(task):  # type: ignore[no-untyped-def]
-            if task.index == 0:
-                seen.append(second_writes.wait(timeout=60))
+            with lock:
+                first = not first_commit.is_set()
+                first_commit.set()
+            if first:
+                seen.append(written_meanwhile.wait(timeout=60))
             return commit_task(task)
 
         committer.commit_task = commit
         return committer
 
     monkeypatch.setattr(local.StreamingWriter, "write_batches", counted_write)
-    monkeypatch.setattr(local, "create_committer", committer_waiting_for_task_1)
+    monkeypatch.setattr(local, "create_committer", committer_waiting_for_a_write)
     dest = f"file://{tmp_path}/out"
     LocalDriver(dest, workers=1).run(tables(4))
     assert seen == [True]
-    assert most[0] == 1
+    assert most[0] == 1  # never two writers with one slot
     assert sorted(read_back(dest)["id"].to_pylist()) == list(range(120))
 
 

@@ -90,9 +90,9 @@ def run_task_attempt(spec: TaskSpec, writing: AbstractContextManager[Any] | None
     """One task attempt: setup, write, commit. Runs in a worker thread or process.
 
     ``writing``, if given, is held while the attempt writes: a slot among the tasks allowed
-    to write at once (thread pools). Setup and commit (the attempt's last uploads,
-    publishing its pendingset) are round trips, not CPU: they run outside the slot, so
-    another task writes meanwhile.
+    to write at once (thread pools). Setup and commit are mostly waiting for the store
+    (magic: the last parts, publishing the pendingset; staging: uploading the files):
+    they run outside the slot, so another task encodes meanwhile.
     """
     committer = create_committer(spec.destination, spec.config, spec.committer,
                                  store=shared_store(spec.destination, spec.config))
