@@ -32,6 +32,10 @@ class PendingUpload:
 
 
 DEFAULT_PART_SIZE = 16 * 1024 * 1024
+#: Requests a job commit has in flight beside its ``threads`` completions (ending the job,
+#: listing its state): a store's connection pool holds that many more connections than
+#: its committers' threads, or the pool overflows (urllib3: "Connection pool is full").
+JOB_COMMIT_SIDE_REQUESTS = 2
 
 
 class MultipartUploads(abc.ABC):

@@ -144,3 +144,19 @@ def test_stores_share_one_botocore_model_loader(s3_config, s3_root):
     assert first.client._client._loader is second.client._client._loader
     first.client.list_objects_v2(Bucket=s3_root.split("/")[2], MaxKeys=1)  # both still work
     second.client.list_objects_v2(Bucket=s3_root.split("/")[2], MaxKeys=1)
+
+
+@pytest.mark.parametrize("connections", [None, "8"])
+def test_the_pool_holds_job_commits_requests_beside_its_completions(s3_config, s3_root, connections):
+    """Job commit runs its committer's threads of completions (as many as the pool's
+    connections by default) and ends the job and lists its state beside them: with no
+    room for those, urllib3 discards connections ("Connection pool is full")."""
+    from outcommit.multipart import JOB_COMMIT_SIDE_REQUESTS
+
+    config = {k: v for k, v in s3_config.items() if k != "outcommit.committer.threads"}  # the default
+    if connections:
+        config["outcommit.s3.connection.maximum"] = connections
+    committer = outcommit.create_committer(s3_root, config, "magic")
+    pool = committer.store.client.meta.config.max_pool_connections
+    assert committer.threads == committer.store.settings.max_connections == int(connections or 64)
+    assert pool == committer.threads + JOB_COMMIT_SIDE_REQUESTS == int(connections or 64) + 2

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from outcommit import Config
-from outcommit.multipart import DEFAULT_PART_SIZE
+from outcommit.multipart import DEFAULT_PART_SIZE, JOB_COMMIT_SIDE_REQUESTS
 
 ENDPOINT = "outcommit.s3.endpoint"
 ACCESS_KEY = "outcommit.s3.access-key"
@@ -86,7 +86,9 @@ KEYS: dict[str, str] = {
     REGION: "region (default: AWS_REGION or us-east-1); Hadoop: fs.s3a.endpoint.region",
     PATH_STYLE: "true: path-style addressing (MinIO, moto); Hadoop: fs.s3a.path.style.access",
     MAX_ATTEMPTS: "attempts per request incl. retries (default 5); Hadoop: fs.s3a.attempts.maximum",
-    MAX_CONNECTIONS: "HTTP connection pool size (default 64); Hadoop: fs.s3a.connection.maximum",
+    MAX_CONNECTIONS: "HTTP connection pool size (default 64), also the committers' default threads "
+                     "(the pool keeps 2 more for job commit's requests beside its completions); "
+                     "Hadoop: fs.s3a.connection.maximum",
     PART_SIZE: "multipart part size in bytes, >= 5 MiB (default 16 MiB); Hadoop: fs.s3a.multipart.size",
     ABORT_PENDING: "job commit/abort/cleanup abort every pending upload under the destination "
                    "(default true); Hadoop: fs.s3a.committer.abort.pending.uploads",
@@ -279,7 +281,9 @@ class S3Settings:
 
         options: dict[str, Any] = {
             "retries": {"total_max_attempts": self.max_attempts, "mode": "standard"},
-            "max_pool_connections": self.max_connections,
+            # The committers' threads default to max_connections: job commit's requests
+            # beside its completions need connections of their own.
+            "max_pool_connections": self.max_connections + JOB_COMMIT_SIDE_REQUESTS,
             "connect_timeout": self.connect_timeout, "read_timeout": self.read_timeout,
         }
         if self.path_style:

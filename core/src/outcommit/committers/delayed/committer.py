@@ -267,6 +267,7 @@ class DelayedCompletionCommitter(Committer):
             running: set[tuple[str, str]] = set()
             swept: list[Future[Sweep]] = []
 
+            # Two requests beside the completions at most: JOB_COMMIT_SIDE_REQUESTS.
             with ThreadPoolExecutor(1, thread_name_prefix="outcommit-end") as ending, \
                     ThreadPoolExecutor(1, thread_name_prefix="outcommit-state") as listing:
                 # Beside the completions, after the commit record exists:
