@@ -100,7 +100,8 @@ def _forget_shared_stores() -> None:
     _SHARED_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_shared_stores)
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere a child process starts afresh
+    os.register_at_fork(after_in_child=_forget_shared_stores)
 
 
 def shared_store(destination: str, config: Mapping[str, Any] | None = None) -> Store:
