@@ -167,12 +167,6 @@ class LocalDriver:
         # that finished writing commit meanwhile.
         return ThreadPoolExecutor(2 * self.workers, thread_name_prefix="outcommit-task")
 
-    def _submit(self, pool: Executor, spec: TaskSpec,
-                slots: threading.BoundedSemaphore | None) -> Future[TaskResult]:
-        if slots is None:
-            return pool.submit(run_task_attempt, spec)
-        return pool.submit(run_task_attempt, spec, slots)
-
     def _spec(self, job: JobContext, index: int, attempt: int, table: Any) -> TaskSpec:
         failure = next((f for f in self.failures if f.task == index and f.attempt == attempt), None)
         return TaskSpec(self.destination, self.committer.name, self.config, job.to_dict(), index,
@@ -193,7 +187,8 @@ class LocalDriver:
             with self._executor() as pool:
                 pending: dict[Future[TaskResult], tuple[int, int]] = {}
                 for index, table in enumerate(tables):
-                    pending[self._submit(pool, self._spec(job, index, 0, table), slots)] = (index, 0)
+                    spec = self._spec(job, index, 0, table)
+                    pending[pool.submit(run_task_attempt, spec, slots)] = (index, 0)
                 while pending:
                     future = next(iter(_completed(pending)))
                     index, attempt = pending.pop(future)
@@ -214,7 +209,7 @@ class LocalDriver:
                         if attempt + 1 >= self.max_attempts:
                             raise CommitError(f"task {index} failed {attempt + 1} times: {exc}") from exc
                     retry = self._spec(job, index, attempt + 1, tables[index])
-                    pending[self._submit(pool, retry, slots)] = (index, attempt + 1)
+                    pending[pool.submit(run_task_attempt, retry, slots)] = (index, attempt + 1)
             messages = [results[i].message for i in sorted(results)]
             self.progress(f"committing job {job.job_id} ({len(messages)} task messages)")
             stats = {"rows": sum(r.rows for r in results.values()),
