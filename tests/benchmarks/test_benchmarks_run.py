@@ -61,6 +61,13 @@ def test_s3_commit_scale_benchmark_counts_requests() -> None:
 
 
 @pytest.mark.s3
+def test_delete_files_benchmark_runs() -> None:
+    out = run("delete_files.py", "--files", "2500", "--single", "40")
+    assert "s3 (DeleteObjects, moto)" in out and "{'DeleteObjects': 3} (the same both ways)" in out
+    assert "{'delete': 40} (the same both ways, store parallelism 8)" in out
+
+
+@pytest.mark.s3
 def test_spark_write_benchmark_runs_without_spark() -> None:
     out = run("spark_write.py", "--engines", "local", "--layouts", "task", "--rows", "2000",
               "--tasks", "2", "--repeat", "1", "--delay-ms", "1")

@@ -227,6 +227,31 @@ def test_botocore_charges_every_attempt_and_every_error_answer(s3_server, s3_roo
 
 
 @pytest.mark.s3
+def test_each_key_of_a_batch_delete_is_a_write_against_the_prefix_rate(s3_config, s3_root):
+    """S3 counts every key of a DeleteObjects against the prefix's writes per second: 2,500
+    keys at 1,000 writes/s take 2.5 s, however few requests carry them."""
+    model = CostModel(request_latency=0.01, write_requests_per_prefix=1000)
+    store = outcommit.open_store(s3_root, s3_config)
+    root = store.strip(s3_root)
+    paths = [f"{root}/t/part-{index:05d}" for index in range(2500)]  # missing keys delete fine
+    meter = Meter(model)
+    detach = attach_botocore(store.client, meter)
+    try:
+        with meter.measure():
+            store.delete_files(paths)
+    finally:
+        detach()
+    assert meter.requests == {"DeleteObjects": 3}
+    assert meter.prefix_writes == {f"{root.split('/')[0]}/{root.split('/')[1]}": 2500}
+    assert meter.modelled_seconds == pytest.approx(2.5)
+    metered = Meter(model)
+    with metered.measure():
+        MeteredStore(store, metered).delete_files(paths)
+    assert metered.requests == {"delete_many": 3} and sum(metered.prefix_writes.values()) == 2500
+    assert metered.modelled_seconds == pytest.approx(2.5)
+
+
+@pytest.mark.s3
 def test_metered_store_charges_a_recursive_delete_as_its_listing_and_batches(s3_config, s3_root):
     meter = Meter(MODEL)
     store = MeteredStore(outcommit.open_store(s3_root, s3_config), meter)

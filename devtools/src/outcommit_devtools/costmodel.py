@@ -280,8 +280,11 @@ class Meter:
 
     # -- charging ----------------------------------------------------------------------------------
     def charge(self, operation: str, *, upload: int = 0, download: int = 0, copied: int = 0,
-               prefix: str = "") -> float:
-        """Count one request of ``operation`` and advance this thread's clock by its price."""
+               prefix: str = "", objects: int = 1) -> float:
+        """Count one request of ``operation`` and advance this thread's clock by its price.
+
+        ``objects``: how many objects it acts on, each counted against the prefix's request
+        rate (S3 counts each key of a DeleteObjects as one write)."""
         cost = self.model.price(upload, download, copied)
         with self._lock:
             self.requests[operation] += 1
@@ -290,7 +293,7 @@ class Meter:
             self.bytes_copied += copied
             if operation in _LISTINGS:
                 self.listings += 1
-            (self.prefix_writes if operation in _WRITES else self.prefix_reads)[prefix] += 1
+            (self.prefix_writes if operation in _WRITES else self.prefix_reads)[prefix] += objects
         self._set(self.now() + cost, self.cpu() + self.model.client_cpu_per_request)
         return cost
 
@@ -388,9 +391,13 @@ def attach_botocore(client: Any, meter: Meter,
             elif isinstance(source, str):
                 sb, _sep, sk = source.lstrip("/").partition("/")
                 copied = size_of(sb, sk.split("?", 1)[0])
+        objects = 1
+        if operation == "DeleteObjects":
+            keys = [str(o.get("Key", "")) for o in (params.get("Delete") or {}).get("Objects") or ()]
+            objects, key = len(keys), key or (keys[0] if keys else "")
         context["outcommit.cost"] = {"operation": operation, "upload": _body_size(params.get("Body")),
-                                     "copied": copied, "prefix": _prefix(bucket, key or
-                                                                         str(params.get("Prefix", "")))}
+                                     "copied": copied, "objects": objects,
+                                     "prefix": _prefix(bucket, key or str(params.get("Prefix", "")))}
 
     def attempt(request_dict: dict[str, Any], response: Any = None, **_: Any) -> None:
         pending = (request_dict.get("context") or {}).get("outcommit.cost")
@@ -402,7 +409,7 @@ def attach_botocore(client: Any, meter: Meter,
             if isinstance(parsed, dict):
                 download = int(parsed.get("ContentLength") or 0)
         meter.charge(pending["operation"], upload=pending["upload"], download=download,
-                     copied=pending["copied"], prefix=pending["prefix"])
+                     copied=pending["copied"], prefix=pending["prefix"], objects=pending["objects"])
         return None  # never a retry decision: botocore's own handlers make that
 
     events = client.meta.events
@@ -547,8 +554,8 @@ class MeteredStore(Store):
             files = self.inner.list_files(path)  # what the store's own listing will find
             self._charge("list_files", path)
             if self.inner.batch_delete() is not None:
-                for _batch in range(0, max(len(files), 1), 1000):
-                    self._charge("delete_many", path)
+                for start in range(0, max(len(files), 1), 1000):
+                    self._charge("delete_many", path, objects=max(len(files[start:start + 1000]), 1))
             else:
                 for _ in range(max(len(files), 1)):
                     self._charge("delete", path)
@@ -563,7 +570,7 @@ class MeteredStore(Store):
         batch = self.inner.batch_delete()
         assert batch is not None, "delete_many is called only when the store declares it"
         for start in range(0, len(paths), 1000):
-            self._charge("delete_many", paths[start])
+            self._charge("delete_many", paths[start], objects=len(paths[start:start + 1000]))
         batch.delete_many(paths)
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None:

@@ -1,0 +1,40 @@
+"""The generic ``Store`` operations that plugins inherit (``outcommit/store.py``)."""
+
+from __future__ import annotations
+
+import threading
+
+import outcommit
+from outcommit.testing.faults import Fault, FaultInjectingStore
+
+
+def test_without_batches_files_are_deleted_parallelism_at_once():
+    """A store with no batch delete removes a 'replace''s files one request each, but not
+    one after another: ``parallelism`` deletes are in flight together."""
+    store = FaultInjectingStore(outcommit.open_store("memory://parallel-delete/x"))
+    assert store.batch_delete() is None and store.parallelism > 1
+    paths = [f"/parallel-delete/x/part-{i}" for i in range(2 * store.parallelism)]
+    for path in paths:
+        store.write_bytes(path, b"x")
+    # Each delete waits until `parallelism` of them have arrived: one at a time, the first
+    # would wait alone and the barrier would break.
+    together = threading.Barrier(store.parallelism, timeout=60)
+    store.add(Fault("delete", times=0, predicate=lambda _op, _args: together.wait() < 0))
+    store.delete_files(paths)
+    assert store.calls["delete"] == len(paths)
+    assert store.list_files("/parallel-delete/x") == []
+
+
+def test_a_failed_delete_fails_the_call():
+    store = FaultInjectingStore(outcommit.open_store("memory://failed-delete/x"))
+    paths = [f"/failed-delete/x/{i}" for i in range(3)]
+    for path in paths:
+        store.write_bytes(path, b"x")
+    store.add(Fault("delete", path_contains="/x/1", error=PermissionError))
+    try:
+        store.delete_files(paths)
+    except PermissionError:
+        pass
+    else:
+        raise AssertionError("a delete that failed was not reported")
+    assert store.exists(paths[1])
