@@ -13,8 +13,8 @@ completed, cleanup deletes the job's state. All go through ``Store.delete_files`
   The same batches sent all at once (the benchmark's own 64 threads, not used by the
   store) show why the store keeps them in series: the prefix's write rate bounds both.
   The keys do not exist (S3 deletes a missing key without error).
-* A store without batch deletes (the memory store, metered per call, standing for Azure
-  Blob and GCS stores today): one request per file, ``parallelism`` at once, against the
+* A store without batch deletes (the memory store, metered per call, standing for the Azure
+  store today): one request per file, ``parallelism`` at once, against the
   same requests one after another (what ``delete_files`` did before, same run).
 """
 
