@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import outcommit
@@ -86,3 +88,60 @@ def test_only_the_most_recently_used_stores_are_kept() -> None:
     assert len(factory._SHARED) == factory._MAX_SHARED_STORES
     assert shared_store("memory://shared/kept") is kept
     assert shared_store("memory://shared/churn-0") is not churned[0]  # the least recent went
+
+
+def test_a_slow_plugin_does_not_hold_up_other_destinations_stores() -> None:
+    """Opening a store (a plugin's factory may make clients, probe an account) happens
+    outside the cache's lock: one destination's slow open never waits on another's."""
+    other_opened = threading.Event()
+    outcomes: list[object] = []
+
+    class Slow(MemoryStore):
+        pass
+
+    def open_slowly(url: str, config: object) -> Slow:
+        # Returns once the other destination's store was served: a cache that opened
+        # stores under its lock would wait here the whole timeout, then fail.
+        if not other_opened.wait(60):
+            raise AssertionError("the other destination's store waited for this one")
+        return Slow(url, config)  # type: ignore[arg-type]
+
+    class Plugin:
+        @outcommit.hookimpl
+        def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
+            register(StoreSpec(("slowstore",), open_slowly, "v1", Slow.capabilities))
+
+    registry = reset_registry(autoload=False)
+    try:
+        registry.add_plugin(Plugin(), "slow")
+        opening = threading.Thread(target=lambda: outcomes.append(_outcome(shared_store, "slowstore://a/t")))
+        opening.start()
+        try:
+            served = shared_store("memory://shared/quick")
+        finally:
+            other_opened.set()
+            opening.join()
+        assert isinstance(served, MemoryStore)
+        assert len(outcomes) == 1 and isinstance(outcomes[0], Slow)
+        assert shared_store("slowstore://a/t") is outcomes[0]  # kept once opened
+    finally:
+        reset_registry()
+
+
+def test_threads_opening_one_destination_at_once_share_the_store_kept() -> None:
+    stores: list[object] = []
+    threads = [threading.Thread(target=lambda: stores.append(shared_store("memory://shared/raced")))
+               for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = shared_store("memory://shared/raced")
+    assert len(stores) == 8 and all(store is kept for store in stores)
+
+
+def _outcome(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        return fn(*args)
+    except BaseException as exc:  # the test inspects it
+        return exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import outcommit
+from outcommit.stores.memory import MemoryStore
 from outcommit.testing.faults import Fault, FaultInjectingStore
 
 
@@ -38,3 +39,29 @@ def test_a_failed_delete_fails_the_call():
     else:
         raise AssertionError("a delete that failed was not reported")
     assert store.exists(paths[1])
+
+
+def test_a_stores_filesystem_is_made_once_when_threads_first_use_it_together() -> None:
+    """A shared store's first users may be several task threads at once: they get one
+    fsspec filesystem (one client, one connection pool), not one each."""
+    made: list[int] = []
+    another_is_making = threading.Event()
+
+    class Counting(MemoryStore):
+        def _make_filesystem(self):  # type: ignore[no-untyped-def]
+            made.append(1)
+            if len(made) == 1:
+                # Give a second maker the time to start: made unlocked, it would.
+                another_is_making.wait(2)
+            else:
+                another_is_making.set()
+            return super()._make_filesystem()
+
+    store = Counting("memory://shared/fs")
+    seen: list[object] = []
+    threads = [threading.Thread(target=lambda: seen.append(store.fs)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == [1] and seen[0] is seen[1] is store.fs

@@ -123,10 +123,16 @@ def shared_store(destination: str, config: Mapping[str, Any] | None = None) -> S
     key = (get_registry().store_spec(scheme_of(url)).factory, url, items, environment)
     with _SHARED_LOCK:
         store = _SHARED.pop(key, None)  # re-inserted last: the least recently used goes first
-        if store is None:
-            while len(_SHARED) >= _MAX_SHARED_STORES:
-                _SHARED.pop(next(iter(_SHARED)))
-            store = open_store(url, dict(items))
+        if store is not None:
+            _SHARED[key] = store
+            return store
+    # Opened unlocked: a slow plugin factory must not hold up other destinations' stores.
+    store = open_store(url, dict(items))
+    with _SHARED_LOCK:
+        if key in _SHARED:  # another thread opened it meanwhile: one store per key
+            return _SHARED[key]
+        while len(_SHARED) >= _MAX_SHARED_STORES:
+            _SHARED.pop(next(iter(_SHARED)))
         _SHARED[key] = store
         return store
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ class ObjectMetadata(Protocol):
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None: ...
 
+_MAKING_FILESYSTEM = threading.RLock()  # rare and short: one lock for every store
+
 _THROTTLE_MARKERS = ("SlowDown", "ServerBusy", "TooManyRequests", "Too Many Requests",
                      "503 Service Unavailable", "rateLimitExceeded")
 
@@ -95,10 +98,15 @@ class Store:
     # -- identity ----------------------------------------------------------------
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
-        """The fsspec filesystem, created on first use (no connection before)."""
-        if self._fs is None:
-            self._fs = self._make_filesystem()
-        return self._fs
+        """The fsspec filesystem, created on first use (no connection before), once: task
+        attempts on several threads share a store (``outcommit.factory.shared_store``)."""
+        fs = self._fs
+        if fs is None:
+            with _MAKING_FILESYSTEM:
+                if self._fs is None:
+                    self._fs = self._make_filesystem()
+                fs = self._fs
+        return fs
 
     def _make_filesystem(self) -> fsspec.AbstractFileSystem:
         return fsspec.filesystem(self.scheme)
