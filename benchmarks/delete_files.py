@@ -1,6 +1,7 @@
 """Deleting many files: what sending requests at once gains, batch by batch or file by file.
 
-    python benchmarks/delete_files.py [--files 100000] [--single 10000] [--latency 0.03]
+    python benchmarks/delete_files.py [--files 100000] [--single 10000] [--partitions 1000]
+                                      [--latency 0.03]
 
 A ``replace`` job commit deletes the files already in its destination before the first
 completion (every second of it is job commit), an abort deletes what a failed commit
@@ -16,6 +17,10 @@ completed, cleanup deletes the job's state. All go through ``Store.delete_files`
 * A store without batch deletes (the memory store, metered per call, standing for the Azure
   store today): one request per file, ``parallelism`` at once, against the
   same requests one after another (what ``delete_files`` did before, same run).
+* ``replace`` by the rename committers (``manifest``, ``v1``/``v2``): every partition
+  directory of the destination deleted recursively (a listing and a delete each, on a
+  store without batch deletes), ``outcommit.committer.threads`` at once, against one
+  after another (what ``replace_destination`` did before, same run).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import outcommit
+from outcommit import JobContext
 from outcommit.testing.faults import stop_process
 from outcommit_devtools.costmodel import CostModel, Meter, MeteredStore, attach_botocore
 from s3_commit_scale import BUCKET, start_moto_process
@@ -82,32 +88,62 @@ def single_case(files: int, model: CostModel) -> dict[str, Any]:
     return rows
 
 
+def replace_case(partitions: int, model: CostModel) -> dict[str, Any]:
+    """Conflict mode ``replace`` of a destination of ``partitions`` directories (one file
+    each) by the ``manifest`` committer on a store without batch deletes."""
+    rows: dict[str, Any] = {}
+    for name in ("one after another", "replace_destination"):
+        dest = f"memory://replace-bench-{name.replace(' ', '-')}/table"
+        inner = outcommit.open_store(dest)
+        root = inner.strip(dest)
+        for index in range(partitions):
+            inner.write_bytes(f"{root}/day={index:05d}/part-0.parquet", b"x")
+        meter = Meter(model)
+        store = MeteredStore(inner, meter)
+        committer = outcommit.create_committer(dest, {"outcommit.committer.conflict-mode": "replace"},
+                                               "manifest", store=store)
+        with meter.measure():
+            if name == "replace_destination":
+                committer.replace_destination(JobContext(dest))
+            else:  # what replace_destination did before: one entry after another
+                for child in committer.visible_children():
+                    store.delete(child.path, recursive=child.is_dir)
+        assert not inner.list_files(root)
+        rows[name] = {**meter.summary(), "rate_bound": meter.rate_bound(), "latency_bound": meter.now()}
+        rows["parallelism"] = committer.threads
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=100_000, help="files deleted on S3 (batches)")
     parser.add_argument("--single", type=int, default=10_000, help="files deleted one request each")
+    parser.add_argument("--partitions", type=int, default=1_000,
+                        help="partition directories replaced (one file each)")
     parser.add_argument("--latency", type=float, default=0.03, help="seconds per request")
     args = parser.parse_args(argv)
     model = CostModel(request_latency=args.latency)
     print(f"cost model: {model.describe()}")
-    print(f"\n{'store':34s} {'files':>8s} {'sent':18s} {'requests':>9s} {'latency s':>10s} "
+    print(f"\n{'store':38s} {'files':>8s} {'sent':18s} {'requests':>9s} {'latency s':>10s} "
           f"{'rate s':>8s} {'modelled s':>11s} {'ratio':>7s}")
     ok = True
     for label, files, case, base in (("s3 (DeleteObjects, moto)", args.files, s3_case, "delete_files"),
                                      ("no batch delete (memory, metered)", args.single, single_case,
-                                      "one after another")):
+                                      "one after another"),
+                                     ("replace, partitions (memory, metered)", args.partitions,
+                                      replace_case, "one after another")):
         rows = case(files, model)
         names = [n for n in rows if n != "parallelism"]
         for name in names:
             row = rows[name]
             ratio = row["modelled_seconds"] / rows[base]["modelled_seconds"]
-            print(f"{label:34s} {files:8,d} {name:18s} {row['total_requests']:9,d} "
+            print(f"{label:38s} {files:8,d} {name:18s} {row['total_requests']:9,d} "
                   f"{row['latency_bound']:10.2f} {row['rate_bound']:8.2f} {row['modelled_seconds']:11.2f} "
                   f"{ratio:6.3f}x")
         same = all(rows[n]["requests"] == rows[names[0]]["requests"] for n in names)
         ok &= same
-        extra = f", store parallelism {rows['parallelism']}" if "parallelism" in rows else ""
-        print(f"{'':34s} requests by operation: {rows[names[0]]['requests']} "
+        extra = f", {rows['parallelism']} at once" if "parallelism" in rows else ""
+        print(f"{'':38s} requests by operation: {rows[names[0]]['requests']} "
               f"({'the same' if same else 'NOT the same'} both ways{extra})")
     return 0 if ok else 1
 

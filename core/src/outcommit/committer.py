@@ -19,6 +19,7 @@ from .config import Config
 from .context import JobContext, TaskAttemptContext
 from .errors import CommitError, DestinationExistsError, JobCommitError, TaskCommitError
 from .iostats import IOStatistics, merge_snapshots
+from .parallel import run_all
 from .paths import is_hidden, is_inside, relative_to
 from .store import FileInfo, Store
 from .success import SUCCESS_FILE, SuccessData
@@ -181,11 +182,18 @@ class Committer:
                     f"{self.store.url(path)} exists and the conflict mode is 'fail'")
 
     def replace_destination(self, job: JobContext) -> int:
-        """Conflict mode ``replace``: delete the destination's data (not other jobs' temp dirs)."""
-        removed = 0
-        for child in self.visible_children():
-            self.store.delete(child.path, recursive=child.is_dir)
-            removed += 1
+        """Conflict mode ``replace``: delete the destination's data (not other jobs' temp dirs).
+
+        Its files in batches where the store has them, else ``threads`` at once; its
+        directories (partitions) ``threads`` at once: one after another, a destination of
+        10,000 entries is 10,000 round trips of job commit.
+        """
+        children = self.visible_children()
+        self.store.delete_files([child.path for child in children if not child.is_dir])
+        directories = [child.path for child in children if child.is_dir]
+        run_all(lambda path: self.store.delete(path, recursive=True), directories,
+                min(self.threads, len(directories)), name="outcommit-replace")
+        removed = len(children)
         if removed:
             self.logger(job).info("replace: deleted %d entries of %s", removed, self.destination)
         return removed

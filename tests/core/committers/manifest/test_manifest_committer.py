@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import threading
 from typing import Any
 
 import pytest
@@ -444,6 +445,26 @@ def test_next_job_attempt_finishes_a_commit_the_previous_attempt_left_part_way(
         assert committer.recover_task(job1.task_attempt(index))
     summary = committer.commit_job(job1)
     assert summary.metrics["commit.resumed"] == 1
+    assert visible_files(store, path) == expected
+    assert leftovers(store, path) == []
+
+
+def test_replace_deletes_the_old_partitions_and_files_threads_at_once(dest: str) -> None:
+    """'replace' deletes every old entry, and not one after another: a table of 10,000
+    partitions would be 10,000 round trips of job commit."""
+    store, path = view(dest)
+    old = {f"date=2026-01-{day:02d}/part-0.parquet" for day in range(1, 9)} | {"loose-0", "loose-1"}
+    for rel in old:
+        store.write_bytes(store.join(path, rel), b"old")
+    threads = 4
+    options = {"outcommit.committer.conflict-mode": "replace", "outcommit.committer.threads": str(threads)}
+    # Each recursive delete of a partition waits until `threads` of them are in flight.
+    together = threading.Barrier(threads, timeout=60)
+    partitions = Fault("delete", times=0, predicate=lambda _op, args: posixpath.basename(args[0])
+                       .startswith("date=") and together.wait() < 0)
+    committer, job, _ = setup(dest, [partitions], **options)
+    messages, expected = run_job_tasks(committer, job)
+    committer.commit_job(job, messages)
     assert visible_files(store, path) == expected
     assert leftovers(store, path) == []
 
