@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -205,4 +206,28 @@ def test_v2_success_without_messages_lists_only_the_jobs_files(dest: str) -> Non
     assert sorted(summary.filenames) == ours
     assert sorted(outcommit.load_success(store, f"{root}/_SUCCESS").filenames) == ours
     assert visible_files(store, root) == {"old.txt": b"before the job", **files_of(0), **files_of(1)}
+    assert leftovers(store, root) == []
+
+
+def test_v2_job_commit_without_messages_reads_the_task_records_threads_at_once(dest: str) -> None:
+    """Hadoop's flow: v2's job commit reads one record per task, not one after another
+    (1,000 tasks would be 1,000 round trips of job commit)."""
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    tasks = 4
+    config = {"outcommit.committer.threads": str(tasks)}
+    together = threading.Barrier(tasks, timeout=60)  # breaks if a read waits for another's
+    store = FaultInjectingStore(outcommit.open_store(dest), [Fault(
+        "load_json", path_contains="/_tasks/", times=0, predicate=lambda _op, _args: together.wait() < 0)])
+    committer = outcommit.create_committer(dest, config, "v2", store=store)
+    job = JobContext(dest, config=committer.config)
+    committer.setup_job(job)
+    expected: dict[str, bytes] = {}
+    for index in range(tasks):
+        run_task(committer, job, index, files_of(index))
+        expected.update(files_of(index))
+    committer.commit_job(job)  # no messages: the records are read
+    assert store.calls["load_json"] >= tasks
+    root = store.strip(dest)
+    assert visible_files(store, root) == expected
     assert leftovers(store, root) == []
