@@ -4,18 +4,20 @@
                                       [--latency 0.03]
 
 A ``replace`` job commit deletes the files already in its destination before the first
-completion (every second of it is job commit), an abort deletes what a failed commit
-completed, cleanup deletes the job's state. All go through ``Store.delete_files``:
+completion (every second of it is job commit): the delayed committers through
+``Store.delete_files`` (which also deletes a magic task's ``.pending`` files, and on S3 the
+job's state), the rename committers through ``Committer.replace_destination``:
 
 * S3 (the moto server, in another process, over HTTP): one DeleteObjects per 1,000 keys,
   sent one after another. Every HTTP request is metered by botocore hooks and priced on
   the cost model's virtual clock, which follows the threads that really ran; S3 counts
   each deleted key as one write against a prefix's 3,500 writes/s, so the model does too.
   The same batches sent all at once (the benchmark's own 64 threads, not used by the
-  store) show why the store keeps them in series: the prefix's write rate bounds both.
+  store) show why the store keeps them in series: the prefix's write rate bounds both,
+  and overlapping them gains nothing.
   The keys do not exist (S3 deletes a missing key without error).
 * A store without batch deletes (the memory store, metered per call, standing for the Azure
-  store today): one request per file, ``parallelism`` at once, against the
+  store today): one request per file, ``threads`` at once, against the
   same requests one after another (what ``delete_files`` did before, same run).
 * ``replace`` by the rename committers (``manifest``, ``v1``/``v2``): every partition
   directory of the destination deleted recursively (a listing and a delete each, on a

@@ -93,13 +93,14 @@ def test_only_the_most_recently_used_stores_are_kept() -> None:
 def test_a_slow_plugin_does_not_hold_up_other_destinations_stores() -> None:
     """Opening a store (a plugin's factory may make clients, probe an account) happens
     outside the cache's lock: one destination's slow open never waits on another's."""
-    other_opened = threading.Event()
+    other_opened, opening_started = threading.Event(), threading.Event()
     outcomes: list[object] = []
 
     class Slow(MemoryStore):
         pass
 
     def open_slowly(url: str, config: object) -> Slow:
+        opening_started.set()
         # Returns once the other destination's store was served: a cache that opened
         # stores under its lock would wait here the whole timeout, then fail.
         if not other_opened.wait(60):
@@ -117,6 +118,7 @@ def test_a_slow_plugin_does_not_hold_up_other_destinations_stores() -> None:
         opening = threading.Thread(target=lambda: outcomes.append(_outcome(shared_store, "slowstore://a/t")))
         opening.start()
         try:
+            assert opening_started.wait(60)  # the slow open is under way
             served = shared_store("memory://shared/quick")
         finally:
             other_opened.set()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 import outcommit
 from outcommit.stores.memory import MemoryStore
 from outcommit.testing.faults import Fault, FaultInjectingStore
@@ -32,36 +34,26 @@ def test_a_failed_delete_fails_the_call():
     for path in paths:
         store.write_bytes(path, b"x")
     store.add(Fault("delete", path_contains="/x/1", error=PermissionError))
-    try:
+    with pytest.raises(PermissionError):
         store.delete_files(paths)
-    except PermissionError:
-        pass
-    else:
-        raise AssertionError("a delete that failed was not reported")
     assert store.exists(paths[1])
 
 
-def test_a_stores_filesystem_is_made_once_when_threads_first_use_it_together() -> None:
-    """A shared store's first users may be several task threads at once: they get one
-    fsspec filesystem (one client, one connection pool), not one each."""
-    made: list[int] = []
-    another_is_making = threading.Event()
+def test_threads_first_using_a_store_together_all_use_one_filesystem() -> None:
+    """A shared store's first users may be several task threads at once: whichever makes
+    a filesystem, they all use the one kept (one client, one connection pool)."""
+    both_making = threading.Barrier(2, timeout=60)
 
-    class Counting(MemoryStore):
+    class Racing(MemoryStore):
         def _make_filesystem(self):  # type: ignore[no-untyped-def]
-            made.append(1)
-            if len(made) == 1:
-                # Give a second maker the time to start: made unlocked, it would.
-                another_is_making.wait(2)
-            else:
-                another_is_making.set()
-            return super()._make_filesystem()
+            both_making.wait()  # both threads are past the check: each makes its own
+            return type(super()._make_filesystem())(skip_instance_cache=True)
 
-    store = Counting("memory://shared/fs")
+    store = Racing("memory://shared/fs")
     seen: list[object] = []
     threads = [threading.Thread(target=lambda: seen.append(store.fs)) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert made == [1] and seen[0] is seen[1] is store.fs
+    assert len(seen) == 2 and seen[0] is seen[1] is store.fs

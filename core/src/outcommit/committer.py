@@ -184,12 +184,16 @@ class Committer:
     def replace_destination(self, job: JobContext) -> int:
         """Conflict mode ``replace``: delete the destination's data (not other jobs' temp dirs).
 
-        Its files in batches where the store has them, else ``threads`` at once; its
-        directories (partitions) ``threads`` at once: one after another, a destination of
-        10,000 entries is 10,000 round trips of job commit.
+        An earlier job's ``_SUCCESS`` first, alone: no reader may take the half-deleted
+        table for that job's output. Then its files in batches where the store has them,
+        else ``threads`` at once, and its directories (partitions) ``threads`` at once: one
+        after another, a destination of 10,000 entries is 10,000 round trips of job commit.
         """
         children = self.visible_children()
-        self.store.delete_files([child.path for child in children if not child.is_dir])
+        for marker in (c for c in children if c.name == SUCCESS_FILE and not c.is_dir):
+            self.store.delete(marker.path)
+        self.store.delete_files([c.path for c in children if not c.is_dir and c.name != SUCCESS_FILE],
+                                threads=self.threads)
         directories = [child.path for child in children if child.is_dir]
         run_all(lambda path: self.store.delete(path, recursive=True), directories,
                 min(self.threads, len(directories)), name="outcommit-replace")

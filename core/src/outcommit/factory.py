@@ -129,12 +129,15 @@ def shared_store(destination: str, config: Mapping[str, Any] | None = None) -> S
     # Opened unlocked: a slow plugin factory must not hold up other destinations' stores.
     store = open_store(url, dict(items))
     with _SHARED_LOCK:
-        if key in _SHARED:  # another thread opened it meanwhile: one store per key
-            return _SHARED[key]
-        while len(_SHARED) >= _MAX_SHARED_STORES:
-            _SHARED.pop(next(iter(_SHARED)))
-        _SHARED[key] = store
-        return store
+        kept = _SHARED.pop(key, None)
+        if kept is None:
+            while len(_SHARED) >= _MAX_SHARED_STORES:
+                _SHARED.pop(next(iter(_SHARED)))
+            _SHARED[key] = store
+            return store
+        _SHARED[key] = kept  # another thread opened it meanwhile: one store per key
+    store.close()  # never used
+    return kept
 
 
 def select_committer(scheme: str, config: Config, explicit: str | None,

@@ -64,7 +64,7 @@ class ObjectMetadata(Protocol):
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None: ...
 
-_MAKING_FILESYSTEM = threading.RLock()  # rare and short: one lock for every store
+_KEEPING_FILESYSTEM = threading.Lock()  # held for an assignment, never across a request
 
 _THROTTLE_MARKERS = ("SlowDown", "ServerBusy", "TooManyRequests", "Too Many Requests",
                      "503 Service Unavailable", "rateLimitExceeded")
@@ -98,13 +98,19 @@ class Store:
     # -- identity ----------------------------------------------------------------
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
-        """The fsspec filesystem, created on first use (no connection before), once: task
-        attempts on several threads share a store (``outcommit.factory.shared_store``)."""
+        """The fsspec filesystem, created on first use (no connection before).
+
+        Task attempts on several threads share a store (``outcommit.factory.shared_store``):
+        threads that first use it together may each make one, but the first one kept is
+        the one every thread uses (one client, one connection pool). Made unlocked: a slow
+        one (credentials lookup, a cluster's connection) holds up no other store.
+        """
         fs = self._fs
         if fs is None:
-            with _MAKING_FILESYSTEM:
+            made = self._make_filesystem()
+            with _KEEPING_FILESYSTEM:
                 if self._fs is None:
-                    self._fs = self._make_filesystem()
+                    self._fs = made
                 fs = self._fs
         return fs
 
@@ -124,15 +130,15 @@ class Store:
         """This store as an ``ObjectMetadata`` when it declares ``fs.object.metadata``."""
         return cast(ObjectMetadata, self) if self.has_capability(caps.OBJECT_METADATA) else None
 
-    def delete_files(self, paths: Sequence[str]) -> None:
+    def delete_files(self, paths: Sequence[str], threads: int | None = None) -> None:
         """Delete files (not directories): in batches where the store can, else one request
-        per file, ``parallelism`` at once (a ``replace`` of 10,000 files is 10,000 requests:
-        one after another they would take minutes at store latencies)."""
+        per file, ``threads`` (default: ``parallelism``) at once (a ``replace`` of 10,000
+        files is 10,000 requests: one after another they would take minutes)."""
         batch = self.batch_delete()
         if batch is not None:
             batch.delete_many(paths)
             return
-        run_all(self.delete, paths, min(self.parallelism, len(paths)), name="outcommit-delete")
+        run_all(self.delete, paths, min(threads or self.parallelism, len(paths)), name="outcommit-delete")
 
     def strip(self, url: str) -> str:
         """Store path of a URL of this store."""

@@ -280,11 +280,12 @@ class Meter:
 
     # -- charging ----------------------------------------------------------------------------------
     def charge(self, operation: str, *, upload: int = 0, download: int = 0, copied: int = 0,
-               prefix: str = "", objects: int = 1) -> float:
+               prefix: str = "", objects: Mapping[str, int] | None = None) -> float:
         """Count one request of ``operation`` and advance this thread's clock by its price.
 
-        ``objects``: how many objects it acts on, each counted against the prefix's request
-        rate (S3 counts each key of a DeleteObjects as one write)."""
+        ``objects``: the objects it acts on, by prefix, each counted against its prefix's
+        request rate (S3 counts each key of a DeleteObjects as one write); by default one,
+        under ``prefix``."""
         cost = self.model.price(upload, download, copied)
         with self._lock:
             self.requests[operation] += 1
@@ -293,7 +294,8 @@ class Meter:
             self.bytes_copied += copied
             if operation in _LISTINGS:
                 self.listings += 1
-            (self.prefix_writes if operation in _WRITES else self.prefix_reads)[prefix] += objects
+            (self.prefix_writes if operation in _WRITES else self.prefix_reads).update(
+                objects if objects is not None else {prefix: 1})
         self._set(self.now() + cost, self.cpu() + self.model.client_cpu_per_request)
         return cost
 
@@ -366,6 +368,10 @@ def _body_size(body: Any) -> int:
         return 0
 
 
+def _path_prefix(path: str) -> str:
+    return "/".join(path.strip("/").split("/")[:2])
+
+
 def _prefix(bucket: str, key: str) -> str:
     return f"{bucket}/{key.split('/', 1)[0]}" if key else bucket
 
@@ -391,10 +397,10 @@ def attach_botocore(client: Any, meter: Meter,
             elif isinstance(source, str):
                 sb, _sep, sk = source.lstrip("/").partition("/")
                 copied = size_of(sb, sk.split("?", 1)[0])
-        objects = 1
+        objects = None
         if operation == "DeleteObjects":
             keys = [str(o.get("Key", "")) for o in (params.get("Delete") or {}).get("Objects") or ()]
-            objects, key = len(keys), key or (keys[0] if keys else "")
+            objects = Counter(_prefix(bucket, k) for k in keys)
         context["outcommit.cost"] = {"operation": operation, "upload": _body_size(params.get("Body")),
                                      "copied": copied, "objects": objects,
                                      "prefix": _prefix(bucket, key or str(params.get("Prefix", "")))}
@@ -502,8 +508,15 @@ class MeteredStore(Store):
     def url(self, path: str) -> str:
         return self.inner.url(path)
 
-    def _charge(self, operation: str, path: str, **sizes: int) -> None:
-        self.meter.charge(operation, prefix="/".join(path.strip("/").split("/")[:2]), **sizes)
+    def _charge(self, operation: str, path: str, upload: int = 0, download: int = 0,
+                copied: int = 0) -> None:
+        self.meter.charge(operation, prefix=_path_prefix(path), upload=upload, download=download,
+                          copied=copied)
+
+    def _charge_keys(self, operation: str, paths: Sequence[str]) -> None:
+        """One request acting on ``paths``: each a write against its own prefix."""
+        self.meter.charge(operation, prefix=_path_prefix(paths[0]),
+                          objects=Counter(_path_prefix(p) for p in paths))
 
     def info(self, path: str) -> FileInfo | None:
         self._charge("info", path)
@@ -554,8 +567,9 @@ class MeteredStore(Store):
             files = self.inner.list_files(path)  # what the store's own listing will find
             self._charge("list_files", path)
             if self.inner.batch_delete() is not None:
-                for start in range(0, max(len(files), 1), 1000):
-                    self._charge("delete_many", path, objects=max(len(files[start:start + 1000]), 1))
+                keys = [path, path + "/", *(f.path for f in files)]  # what S3Store.delete sends
+                for start in range(0, len(keys), 1000):
+                    self._charge_keys("delete_many", keys[start:start + 1000])
             else:
                 for _ in range(max(len(files), 1)):
                     self._charge("delete", path)
@@ -570,7 +584,7 @@ class MeteredStore(Store):
         batch = self.inner.batch_delete()
         assert batch is not None, "delete_many is called only when the store declares it"
         for start in range(0, len(paths), 1000):
-            self._charge("delete_many", paths[start], objects=len(paths[start:start + 1000]))
+            self._charge_keys("delete_many", paths[start:start + 1000])
         batch.delete_many(paths)
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None:

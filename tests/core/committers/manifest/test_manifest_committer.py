@@ -469,6 +469,21 @@ def test_replace_deletes_the_old_partitions_and_files_threads_at_once(dest: str)
     assert leftovers(store, path) == []
 
 
+def test_replace_deletes_the_earlier_success_marker_before_the_data(dest: str) -> None:
+    """No reader may take a half-deleted table for the earlier job's output."""
+    store, path = view(dest)
+    for rel in ("_SUCCESS", "a.parquet", "b.parquet", "date=1/c.parquet"):
+        store.write_bytes(store.join(path, rel), b"old")
+    deleted: list[str] = []
+    order = Fault("delete", times=0, predicate=lambda _op, args: deleted.append(args[0]) is not None)
+    committer, job, _ = setup(dest, [order], **{"outcommit.committer.conflict-mode": "replace"})
+    messages, expected = run_job_tasks(committer, job)
+    committer.commit_job(job, messages)
+    assert posixpath.basename(deleted[0]) == "_SUCCESS"
+    assert {posixpath.basename(p) for p in deleted[1:4]} == {"a.parquet", "b.parquet", "date=1"}
+    assert visible_files(store, path) == expected
+
+
 def test_manifest_naming_the_success_marker_is_refused(dest: str) -> None:
     # _SUCCESS belongs to the committer: a file renamed there would be overwritten (lost)
     # by the job's own summary, or would pass for another job's summary.

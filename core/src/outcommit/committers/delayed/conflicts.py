@@ -55,6 +55,6 @@ def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[
             f"{where} of {destination} already hold data ({store.url(existing[0])}, ...) "
             "and the conflict mode is 'fail': use 'append' or 'replace', or another destination")
     ops.check_completable(commits)
-    store.delete_files(existing)
+    store.delete_files(existing, threads=ops.threads)
     log.info("replace: deleted %d existing files", len(existing))
     return len(existing)
