@@ -10,6 +10,9 @@ temporary state or pending upload is left.
 from __future__ import annotations
 
 import json
+import posixpath
+import re
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from outcommit import CorruptFileError, open_store
 from outcommit.engine.tasks import WriteSettings, write_attempt
 from outcommit.streaming import BatchIdentity, BatchLogError, BatchTaskResult, StreamingSink
 from outcommit.testing.conformance import leftovers, visible_files
+from outcommit.testing.faults import Fault, FaultInjectingStore
 
 QUERY = str(uuid.uuid4())
 ROWS = 60
@@ -178,6 +182,26 @@ def test_tasks_killed_mid_batch_leave_nothing_after_the_replay(target: Any) -> N
     restarted = sink_for(target)
     restarted.commit_batch(1, run_batch(restarted, "run-b", 1))
     assert_exactly_once(url, config, range(2))
+
+
+def test_a_compaction_deletes_the_entries_it_covers_at_once(tmp_path: Path) -> None:
+    """Every compaction interval, the batch's commit deletes the entries the previous
+    compaction covers: at once, not one round trip each."""
+    url = f"file://{tmp_path}/out"
+    together = threading.Barrier(2, timeout=60)  # breaks if one delete waits for the other
+
+    def log_entry(_op: str, args: tuple[Any, ...]) -> bool:
+        path = str(args[0])
+        return (posixpath.basename(posixpath.dirname(path)) == "_outcommit_log"
+                and re.fullmatch(r"\d+(\.compact)?\.json", posixpath.basename(path)) is not None
+                and together.wait() < 0)
+
+    store = FaultInjectingStore(open_store(url), [Fault("delete", times=0, predicate=log_entry)])
+    sink = StreamingSink(url, {}, "v1", compact_interval=3, store=store)
+    for batch_id in range(6):
+        sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id, tasks=1))
+    names = sorted(p.name for p in (tmp_path / "out" / "_outcommit_log").iterdir() if p.is_file())
+    assert names == ["2.compact.json", "3.json", "4.json", "5.compact.json"]  # 0 and 1 went
 
 
 def test_compaction_every_interval_and_readers_see_every_batch(tmp_path: Path) -> None:
