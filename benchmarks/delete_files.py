@@ -42,6 +42,11 @@ from outcommit_devtools.costmodel import CostModel, Meter, MeteredStore, attach_
 from s3_commit_scale import BUCKET, start_moto_process
 
 
+def figures(meter: Meter) -> dict[str, Any]:
+    """A measured phase: its requests, and the two bounds its modelled time is the larger of."""
+    return {**meter.summary(), "rate_bound": meter.rate_bound(), "latency_bound": meter.now()}
+
+
 def s3_case(files: int, model: CostModel) -> dict[str, Any]:
     server, process = start_moto_process()
     try:
@@ -57,7 +62,7 @@ def s3_case(files: int, model: CostModel) -> dict[str, Any]:
                     delete()
             finally:
                 detach()
-            rows[name] = {**meter.summary(), "rate_bound": meter.rate_bound(), "latency_bound": meter.now()}
+            rows[name] = figures(meter)
         return rows
     finally:
         stop_process(process)
@@ -72,8 +77,9 @@ def batches_at_once(store: Any, paths: list[str]) -> None:
 def single_case(files: int, model: CostModel) -> dict[str, Any]:
     rows = {}
     for name in ("one after another", "delete_files"):
-        inner = outcommit.open_store(f"memory://delete-bench-{name.replace(' ', '-')}/table")
-        paths = [f"/delete-bench-{name.replace(' ', '-')}/table/part-{i:06d}" for i in range(files)]
+        root = f"/delete-bench-{name.replace(' ', '-')}/table"
+        inner = outcommit.open_store(f"memory:/{root}")
+        paths = [f"{root}/part-{i:06d}" for i in range(files)]
         for path in paths:
             inner.write_bytes(path, b"x")
         meter = Meter(model)
@@ -84,8 +90,8 @@ def single_case(files: int, model: CostModel) -> dict[str, Any]:
             else:
                 for path in paths:
                     store.delete(path)
-        assert not inner.list_files(f"/delete-bench-{name.replace(' ', '-')}/table")
-        rows[name] = {**meter.summary(), "rate_bound": meter.rate_bound(), "latency_bound": meter.now()}
+        assert not inner.list_files(root)
+        rows[name] = figures(meter)
     rows["parallelism"] = store.parallelism
     return rows
 
@@ -111,16 +117,23 @@ def replace_case(partitions: int, model: CostModel) -> dict[str, Any]:
                 for child in committer.visible_children():
                     store.delete(child.path, recursive=child.is_dir)
         assert not inner.list_files(root)
-        rows[name] = {**meter.summary(), "rate_bound": meter.rate_bound(), "latency_bound": meter.now()}
+        rows[name] = figures(meter)
         rows["parallelism"] = committer.threads
     return rows
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=100_000, help="files deleted on S3 (batches)")
-    parser.add_argument("--single", type=int, default=10_000, help="files deleted one request each")
-    parser.add_argument("--partitions", type=int, default=1_000,
+    parser.add_argument("--files", type=positive, default=100_000, help="files deleted on S3 (batches)")
+    parser.add_argument("--single", type=positive, default=10_000, help="files deleted one request each")
+    parser.add_argument("--partitions", type=positive, default=1_000,
                         help="partition directories replaced (one file each)")
     parser.add_argument("--latency", type=float, default=0.03, help="seconds per request")
     args = parser.parse_args(argv)

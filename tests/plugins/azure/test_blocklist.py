@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any
 
 import pytest
@@ -260,4 +261,29 @@ def test_conflict_mode_replace_replaces_the_old_data(azure_root: str, azure_conf
     summary = committer.commit_job(job, [run_task(committer, job, i, files[i]) for i in range(2)])
     assert summary.metrics["conflict.deleted"] == 1
     assert visible_files(view, root) == {**files[0], **files[1]}
+    assert leftovers(view, root) == []
+
+
+def test_conflict_mode_replace_deletes_the_old_files_threads_at_once(azure_root: str,
+                                                                     azure_config: dict) -> None:
+    """Azure has no batch delete here: 'replace' sends one delete per old file, `threads`
+    at once (one after another, 10,000 old files are 10,000 round trips of job commit)."""
+    threads = 4
+    config = {**azure_config, "outcommit.committer.conflict-mode": "replace",
+              "outcommit.committer.threads": str(threads)}
+    view = open_store(azure_root, config)
+    root = view.strip(azure_root)
+    old = [f"{root}/old-{i}.txt" for i in range(threads)]
+    for path in old:
+        view.write_bytes(path, b"before the job")
+    together = threading.Barrier(threads, timeout=60)  # breaks if a delete waits for another's
+    store = FaultInjectingStore(open_store(azure_root, config), [Fault(
+        "delete", path_contains="/old-", times=0, predicate=lambda _op, _args: together.wait() < 0)])
+    committer = create_committer(azure_root, config, "blocklist", store=store)
+    job = JobContext(azure_root, config=committer.config)
+    committer.setup_job(job)
+    files = {"part-0.txt": b"task 0"}
+    summary = committer.commit_job(job, [run_task(committer, job, 0, files)])
+    assert summary.metrics["conflict.deleted"] == threads
+    assert visible_files(view, root) == files
     assert leftovers(view, root) == []
