@@ -17,12 +17,12 @@ from .capabilities import Capabilities
 from .committers import journal
 from .config import Config
 from .context import JobContext, TaskAttemptContext
-from .errors import CommitError, DestinationExistsError, JobCommitError, TaskCommitError
+from .errors import CommitError, CorruptFileError, DestinationExistsError, JobCommitError, TaskCommitError
 from .iostats import IOStatistics, merge_snapshots
 from .parallel import run_all
 from .paths import is_hidden, is_inside, relative_to
 from .store import FileInfo, Store
-from .success import SUCCESS_FILE, SuccessData
+from .success import SUCCESS_FILE, SuccessData, load_success
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +181,15 @@ class Committer:
                 raise DestinationExistsError(
                     f"{self.store.url(path)} exists and the conflict mode is 'fail'")
 
+    def check_destination_free_of_others(self, job: JobContext) -> None:
+        """:meth:`check_destination_free`, except that the output of this job's finished
+        commit (its ``_SUCCESS`` says so) is no conflict: a later attempt meets it."""
+        try:
+            self.check_destination_free()
+        except DestinationExistsError:
+            if self.own_success(job) is None:
+                raise
+
     def replace_destination(self, job: JobContext) -> int:
         """Conflict mode ``replace``: delete the destination's data (not other jobs' temp dirs).
 
@@ -225,6 +234,20 @@ class Committer:
             self.store.save_json(self.store.join(self.dest, SUCCESS_FILE), summary.to_dict())
         self.save_summary_report(job, summary)
         return summary
+
+    def own_success(self, job: JobContext) -> SuccessData | None:
+        """The destination's ``_SUCCESS`` if it reports this job's successful commit.
+
+        ``_SUCCESS`` is written after the last file of the job is visible: it is the job
+        commit's point of no return. A driver that dies after it, while it deletes the
+        job's temporary state, leaves a committed job: an abort then only cleans up, and
+        a later attempt of the job meets its own output. Read only on those rare paths.
+        """
+        try:
+            report = load_success(self.store, self.store.join(self.dest, SUCCESS_FILE))
+        except (FileNotFoundError, CorruptFileError):
+            return None
+        return report if report.success is True and report.jobId == job.job_id else None
 
     def summary_report_dir(self) -> str | None:
         """Where to save every job's summary report (``outcommit.summary-report-dir``)."""
@@ -291,10 +314,11 @@ class JobDirectoryCommitter(Committer):
     def check_destination_on_setup(self, job: JobContext) -> None:
         """Conflict mode ``fail`` at job setup, unless the job's publish has begun.
 
-        A later attempt of a job whose commit began finds the job's own files there.
+        A later attempt of a job whose commit began (or finished: its ``_SUCCESS``) finds
+        the job's own files there.
         """
         if not journal.exists(self.store, self.job_dir(job.job_id)):
-            self.check_destination_free()
+            self.check_destination_free_of_others(job)
 
     # -- the publish journal (rename committers) --------------------------------------
     def load_journal(self, job: JobContext) -> journal.Journal | None:
@@ -381,10 +405,17 @@ class JobDirectoryCommitter(Committer):
                               f"committing to {self.destination}: its output was discarded")
 
     def abort_job(self, job: JobContext) -> None:
-        """Remove what an interrupted job commit already published, then the job's state."""
+        """Remove what an interrupted job commit already published, then the job's state.
+
+        A commit that wrote the job's ``_SUCCESS`` was not interrupted but finished (its
+        driver died cleaning up): its output stays, and only the state is deleted.
+        """
         try:
             published = self.load_journal(job)
-            if published is not None:
+            if published is not None and self.own_success(job) is not None:
+                self.logger(job).info("abort: the job's commit finished (its _SUCCESS is in %s): "
+                                      "only its temporary state is deleted", self.destination)
+            elif published is not None:
                 removed = journal.rollback(self.store, published, self.journal_sources(job))
                 self.logger(job).warning("abort: removed %d files an interrupted job commit had "
                                          "published to %s", removed, self.destination)

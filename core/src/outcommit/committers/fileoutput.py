@@ -32,7 +32,7 @@ from ..parallel import run_all
 from ..progress import Progress
 from ..retry import RetryLater, RetryPolicy
 from ..store import FileInfo
-from ..success import SUCCESS_FILE, SuccessData, load_success
+from ..success import SuccessData
 from . import journal
 
 log = logging.getLogger(__name__)
@@ -356,14 +356,6 @@ class FileOutputCommitterV2(FileOutputCommitter):
         # The committed output is already in the destination.
         return False
 
-    def _own_success(self, job: JobContext) -> SuccessData | None:
-        """The destination's ``_SUCCESS`` if it reports this job's successful commit."""
-        try:
-            report = load_success(self.store, self.store.join(self.dest, SUCCESS_FILE))
-        except (FileNotFoundError, CorruptFileError):
-            return None
-        return report if report.success and report.jobId == job.job_id else None
-
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
@@ -371,7 +363,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
             self.require_job(job, JobCommitError)
         except JobCommitError:
             # Repeatable, as Hadoop requires of v2: the job's own report means it is done.
-            done = self._own_success(job)
+            done = self.own_success(job)
             if done is None:
                 raise
             self.logger(job).info("job already committed: returning its _SUCCESS report")

@@ -41,6 +41,9 @@ from ..success import SUCCESS_FILE, load_success
 from .faults import Fault, FaultInjectingStore
 
 Files = Mapping[str, bytes]
+#: Directories of a job's state in its destination: magic's, and staging's (``directory``,
+#: ``partitioned``) where no shared staging directory is configured.
+JOB_STATE_PREFIXES = ("__magic", "__staging")
 
 
 def visible_files(store: Store, dest: str) -> dict[str, bytes]:
@@ -62,10 +65,10 @@ def leftovers(store: Store, dest: str) -> list[str]:
     invisible to readers, which ``visible_files`` checks.
     """
     left = [info.path for info in store.list_files(dest)
-            if any(part == "_temporary" or part.startswith("__magic")
+            if any(part == "_temporary" or part.startswith(JOB_STATE_PREFIXES)
                    for part in info.path[len(dest.rstrip("/")) + 1:].split("/"))]
     left += [c.path for c in store.list_dir(dest)
-             if c.name == "_temporary" or c.name.startswith("__magic")]
+             if c.name == "_temporary" or c.name.startswith(JOB_STATE_PREFIXES)]
     multipart = store.multipart()
     if multipart is not None:
         left += [f"pending upload {u.path} {u.upload_id}"
@@ -294,6 +297,39 @@ class CommitterConformance:
         committer.cleanup_job(job)
         assert visible_files(store, store.strip(dest)) == {}
         assert not store.exists(store.join(store.strip(dest), SUCCESS_FILE))
+        self.assert_no_leaks(store, dest)
+
+    def test_abort_after_the_commit_finished_keeps_its_output(self, make, store: Store, dest: str,  # type: ignore[no-untyped-def]
+                                                              config) -> None:
+        """A driver that dies after ``_SUCCESS``, deleting the job's state, leaves a
+        committed job: an abort then (the operator's, from a new process) deletes only
+        the state, never the output its ``_SUCCESS`` reports."""
+        success = threading.Event()
+
+        def note_success(_operation: str, args: tuple[Any, ...]) -> bool:
+            if args and isinstance(args[0], str) and args[0].endswith("/" + SUCCESS_FILE):
+                success.set()
+            return False
+
+        faulty = FaultInjectingStore(open_store(dest, config), [
+            Fault("save_json", times=-1, predicate=note_success),
+            # After _SUCCESS, every deletion fails: the job's state stays, as a killed driver leaves it.
+            *(Fault(op, times=-1, predicate=lambda _op, _args: success.is_set())
+              for op in ("delete", "delete_many", "delete_empty_dir"))])
+        committer = make(dest, store=faulty)
+        job = JobContext(dest, config=committer.config)
+        committer.setup_job(job)
+        messages = [self.run_task(committer, job, i, self.files_of(i)) for i in range(2)]
+        expected = {k: v for i in range(2) for k, v in self.files_of(i).items()}
+        committer.commit_job(job, messages)
+        assert success.is_set() and any(f.fired for f in faulty.faults[1:])
+        assert leftovers(store, store.strip(dest)), "the job's state should have stayed"
+        again = make(dest)
+        again.abort_job(job)
+        again.cleanup_job(job)
+        assert visible_files(store, store.strip(dest)) == expected
+        report = load_success(store, store.join(store.strip(dest), SUCCESS_FILE))
+        assert report.success and report.jobId == job.job_id
         self.assert_no_leaks(store, dest)
 
     def test_abort_job_without_task_abort(self, make, store: Store, dest: str) -> None:  # type: ignore[no-untyped-def]

@@ -45,7 +45,7 @@ COMPLETIONS = tuple(f"{kind}.complete" for kind in UPLOAD_KINDS)
 WRITE_OPERATIONS = ("write_bytes", "write_atomic", "save_json", "create_exclusive", "write_with_metadata")
 DEADLINE_SECONDS = 180.0  # a child that neither finishes nor dies by then is a harness failure
 
-KillKind = Literal["start", "publish", "before-success", "any"]
+KillKind = Literal["start", "publish", "before-success", "after-success", "any"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class KillRule:
     ``start``: before the call. ``any``: after its k-th store operation. ``publish``:
     after the k-th operation that makes a data file visible in the destination (a rename
     or a write to a data path, a multipart completion). ``before-success``: before the
-    ``_SUCCESS`` file is written.
+    ``_SUCCESS`` file is written; ``after-success``: right after it.
     """
 
     kind: KillKind
@@ -64,7 +64,7 @@ class KillRule:
     def describe(self) -> str:
         return {"start": "before the call", "any": f"after store operation {self.k}",
                 "publish": f"after publishing operation {self.k}",
-                "before-success": "before _SUCCESS"}[self.kind]
+                "before-success": "before _SUCCESS", "after-success": "after _SUCCESS"}[self.kind]
 
 
 @dataclass(frozen=True)

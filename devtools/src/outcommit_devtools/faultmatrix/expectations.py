@@ -102,6 +102,9 @@ def _task(s: TaskFailure, has: Has) -> Expectation:
 
 
 def _driver(s: DriverKill, has: Has) -> Expectation:
+    if s.then == "abort" and s.point == "after-success":
+        return Expectation(COMMIT, why="_SUCCESS was written: the job committed, and an abort "
+                                       "after it only deletes the job's temporary state")
     if s.then == "abort":
         return Expectation(FAIL, _applicable(has, VISIBLE_EARLY, PARTIAL_JOB_COMMIT,
                                              *((REPLACE_NOT_ATOMIC,) if s.mode == "replace" else ())),

@@ -219,7 +219,8 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     main.before_commit = env.visible(env.dest)
     rule = {"before-commit": driverproc.KillRule("start"),
             "publish": driverproc.KillRule("publish", s.k),
-            "before-success": driverproc.KillRule("before-success")}[s.point]
+            "before-success": driverproc.KillRule("before-success"),
+            "after-success": driverproc.KillRule("after-success")}[s.point]
     messages = engine.spark_messages()
     # One thread in the dying driver: "after the k-th publishing operation" then means
     # exactly k happened and none was half-way (the cell's outcome cannot depend on timing).
@@ -235,6 +236,9 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     elif s.then == "abort":
         obs.notes.append(f"driver killed {rule.describe()}")
         Engine(env, job, "spark").abort()  # by the operator, from a new process
+        if s.point == "after-success":  # the commit point passed: the job committed
+            expect_output(env, main, engine, env.mode, committed=True)
+            return obs
         obs.error = DriverKilled(f"driver killed {rule.describe()}; the job was aborted")
     elif s.then == "recommit":
         obs.notes.append(f"driver killed {rule.describe()}")

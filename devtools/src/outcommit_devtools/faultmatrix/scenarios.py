@@ -9,9 +9,10 @@ Four families, one frozen dataclass each; a scenario's ``id`` is its row in the 
   state); the engine runs a retry and commits the job. Under both engine models
   (:data:`FLOWS`).
 * :class:`DriverKill` — the driver process is killed with SIGKILL before job commit,
-  after the k-th publishing operation of job commit, or after publishing but before
-  ``_SUCCESS``; then the same job attempt commits again, a new job attempt recovers, or
-  the job is aborted; under every conflict mode.
+  after the k-th publishing operation of job commit, after publishing but before
+  ``_SUCCESS``, or right after ``_SUCCESS`` (deleting the job's state); then the same job
+  attempt commits again, a new job attempt recovers, or the job is aborted; under every
+  conflict mode.
 * :class:`StoreFault` — one request kind of the store fails at the HTTP layer (through
   the fault proxy) or a rename raises after it happened (the store wrapper).
 * :class:`JobsLayout` — several jobs at once: same destination, adjacent, nested, at
@@ -36,7 +37,7 @@ SIZES: tuple[Size, ...] = ("ci", "full")
 
 TaskPoint = Literal["before-write", "mid-write", "after-write", "during-commit", "after-commit",
                     "zombie-before-job-commit", "zombie-during-job-cleanup", "zombie-after-job-commit"]
-DriverPoint = Literal["before-commit", "publish", "before-success"]
+DriverPoint = Literal["before-commit", "publish", "before-success", "after-success"]
 Recovery = Literal["recommit", "recover", "abort"]
 Phase = Literal["tasks", "task-commit", "job-commit"]
 Layout = Literal["same-destination", "adjacent", "nested-parent-first", "nested-child-first",
@@ -135,16 +136,16 @@ def driver_scenarios(size: Size) -> list[DriverKill]:
     """Full: every point x recovery x mode. CI: every point x recovery in ``append``, and
     the modes that change the outcome (``fail``: a restarted job meets its own output;
     ``replace``: old data deleted, new half published) where the job is half published
-    (k = 1) and wholly published without ``_SUCCESS``."""
+    (k = 1), wholly published without ``_SUCCESS``, and committed but not cleaned up."""
     ks = (1, 2) if size == "ci" else (1, 2, 3)
     points: list[tuple[DriverPoint, int]] = [("before-commit", 0), *(("publish", k) for k in ks),
-                                             ("before-success", 0)]
+                                             ("before-success", 0), ("after-success", 0)]
     recoveries: tuple[Recovery, ...] = ("recommit", "recover", "abort")
     found = []
     for mode in MODES:
         for point, k in points:
-            if size == "ci" and mode != "append" and (point, k) not in (("publish", 1),
-                                                                         ("before-success", 0)):
+            if size == "ci" and mode != "append" and (point, k) not in (
+                    ("publish", 1), ("before-success", 0), ("after-success", 0)):
                 continue
             found += [DriverKill(point, then, mode, k) for then in recoveries]
     return found

@@ -79,7 +79,8 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
     """End the job, abort its uploads (and the destination's orphans), delete its state.
 
     Never raises: it runs on failure paths. ``delete_completed`` (abort after a job
-    commit began) also deletes the objects this job completed, proved by their etags.
+    commit began) also deletes the objects this job completed, proved by their etags,
+    unless the commit finished: its ``_SUCCESS`` is written (the driver died cleaning up).
     ``end=False``: the job was already ended (a committed job: one request less).
     ``listed``: the job directory's files, listed beforehand (:func:`delete_state`).
     """
@@ -90,6 +91,10 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
         def abort_own() -> None:
             started = delete_completed and any(layout.meta.exists(layout.commit_started(job, a))
                                                for a in range(job.attempt + 1))
+            if started and committer.own_success(job) is not None:
+                log.info("abort: the job's commit finished (its _SUCCESS is in %s): its output "
+                         "stays, only its state is deleted", committer.destination)
+                started = False
             committer.ops.abort(known_commits(layout, committer.expectations(job)), log,
                                 delete_completed=started)
         _logged(log, "aborting the job's own uploads", abort_own)

@@ -114,7 +114,7 @@ class DelayedCompletionCommitter(Committer):
     # -- job lifecycle ------------------------------------------------------------------------------
     def setup_job(self, job: JobContext) -> None:
         if self.conflict_scope == "destination" and not self._commit_began_before(job):
-            self.check_destination_free()
+            self.check_destination_free_of_others(job)
         layout = self.layout(job)
         self.meta.save_json(layout.marker(job), {"jobId": job.job_id, "jobAttempt": job.attempt,
                                                  "committer": self.name, "destination": self.destination})
