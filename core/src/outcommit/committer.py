@@ -249,6 +249,34 @@ class Committer:
             return None
         return report if report.success is True and report.jobId == job.job_id else None
 
+    def committed_before(self, job: JobContext, require: Callable[[], object]) -> SuccessData | None:
+        """Start of ``commit_job``: run the job check ``require``; the report of the job's
+        finished commit if this call repeats it, else None (go on committing).
+
+        A commit that wrote ``_SUCCESS`` and died deleting the job's state leaves a job
+        that is no longer active (its markers went first) or, for a later job attempt, one
+        set up again. Calling ``commit_job`` again, or from that attempt, then returns the
+        earlier report and deletes what is left (``job-commit.repeatable``); where the job
+        check refuses and no report names the job, the refusal is raised.
+        """
+        try:
+            require()
+        except JobCommitError:
+            done = self.finished_commit(job)
+            if done is None:
+                raise
+            return done
+        return self.finished_commit(job) if job.attempt > 0 else None
+
+    def finished_commit(self, job: JobContext) -> SuccessData | None:
+        """The job's own ``_SUCCESS`` report, once its leftover state is deleted; None if
+        no ``_SUCCESS`` names the job."""
+        done = self.own_success(job)
+        if done is not None:
+            self.logger(job).info("job already committed: returning its _SUCCESS report")
+            self.cleanup_job(job)
+        return done
+
     def summary_report_dir(self) -> str | None:
         """Where to save every job's summary report (``outcommit.summary-report-dir``)."""
         return self.config.get_str("outcommit.summary-report-dir")

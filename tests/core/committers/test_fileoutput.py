@@ -135,15 +135,21 @@ def test_v2_repeated_job_commit_succeeds(dest: str) -> None:
     assert (second.jobId, second.success, second.filenames) == (job.job_id, True, first.filenames)
 
 
-def test_v1_repeated_job_commit_after_success_fails(dest: str) -> None:
-    """Hadoop's testCommitterWithDuplicatedCommit: v1's second commit of a job fails."""
+def test_v1_repeated_job_commit_after_success_returns_its_report(dest: str) -> None:
+    """Hadoop's testCommitterWithDuplicatedCommit has v1's second commit of a job fail.
+    Here v1 declares job-commit.repeatable: a call that repeats a finished commit (its
+    driver may have died deleting the job's state) returns the job's _SUCCESS report."""
     committer = outcommit.create_committer(dest, {}, "v1")
     job = JobContext(dest)
     committer.setup_job(job)
     message = run_task(committer, job, 0, files_of(0))
-    committer.commit_job(job, [message])
+    first = committer.commit_job(job, [message])
+    again = outcommit.create_committer(dest, {}, "v1").commit_job(job, [message])
+    assert again.jobId == job.job_id and again.filenames == first.filenames
+    assert visible_files(outcommit.open_store(dest), outcommit.open_store(dest).strip(dest)) == files_of(0)
+    # Another job's commit is still refused: no _SUCCESS names it.
     with pytest.raises(outcommit.JobCommitError, match="not active"):
-        committer.commit_job(job, [message])
+        committer.commit_job(JobContext(dest), [message])
 
 
 def test_v2_job_commit_of_another_job_is_still_refused(dest: str) -> None:

@@ -185,7 +185,10 @@ class FileOutputCommitterV1(FileOutputCommitter):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
         log = self.logger(job)
-        attempt_dir = self.require_job(job, JobCommitError)
+        done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+        if done is not None:
+            return done
+        attempt_dir = self.job_attempt_dir(job)
         files: list[str] = []
         try:
             published = self.load_journal(job)
@@ -359,14 +362,9 @@ class FileOutputCommitterV2(FileOutputCommitter):
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
-        try:
-            self.require_job(job, JobCommitError)
-        except JobCommitError:
-            # Repeatable, as Hadoop requires of v2: the job's own report means it is done.
-            done = self.own_success(job)
-            if done is None:
-                raise
-            self.logger(job).info("job already committed: returning its _SUCCESS report")
+        # Repeatable, as Hadoop requires of v2: the job's own report means it is done.
+        done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+        if done is not None:
             return done
         files: list[str] = []
         try:

@@ -299,11 +299,11 @@ class CommitterConformance:
         assert not store.exists(store.join(store.strip(dest), SUCCESS_FILE))
         self.assert_no_leaks(store, dest)
 
-    def test_abort_after_the_commit_finished_keeps_its_output(self, make, store: Store, dest: str,  # type: ignore[no-untyped-def]
-                                                              config) -> None:
-        """A driver that dies after ``_SUCCESS``, deleting the job's state, leaves a
-        committed job: an abort then (the operator's, from a new process) deletes only
-        the state, never the output its ``_SUCCESS`` reports."""
+    def commit_leaving_state(self, make, dest: str, config, keep_markers: bool = True,  # type: ignore[no-untyped-def]
+                             **extra: str) -> tuple[JobContext, list[dict[str, Any]], dict[str, bytes]]:
+        """Commit a job whose deletions fail once its ``_SUCCESS`` is written: its state
+        stays, as a driver killed right after ``_SUCCESS`` leaves it (``keep_markers=False``:
+        its liveness markers did go, the first thing a cleanup deletes)."""
         success = threading.Event()
 
         def note_success(_operation: str, args: tuple[Any, ...]) -> bool:
@@ -311,26 +311,73 @@ class CommitterConformance:
                 success.set()
             return False
 
+        def fails(_operation: str, args: tuple[Any, ...]) -> bool:
+            marker = bool(args) and isinstance(args[0], str) and args[0].endswith("/_job.json")
+            return success.is_set() and (keep_markers or not marker)
+
         faulty = FaultInjectingStore(open_store(dest, config), [
             Fault("save_json", times=-1, predicate=note_success),
-            # After _SUCCESS, every deletion fails: the job's state stays, as a killed driver leaves it.
-            *(Fault(op, times=-1, predicate=lambda _op, _args: success.is_set())
-              for op in ("delete", "delete_many", "delete_empty_dir"))])
-        committer = make(dest, store=faulty)
+            *(Fault(op, times=-1, predicate=fails) for op in ("delete", "delete_many", "delete_empty_dir"))])
+        committer = make(dest, store=faulty, **extra)
         job = JobContext(dest, config=committer.config)
         committer.setup_job(job)
         messages = [self.run_task(committer, job, i, self.files_of(i)) for i in range(2)]
         expected = {k: v for i in range(2) for k, v in self.files_of(i).items()}
         committer.commit_job(job, messages)
         assert success.is_set() and any(f.fired for f in faulty.faults[1:])
+        store = faulty.inner
         assert leftovers(store, store.strip(dest)), "the job's state should have stayed"
-        again = make(dest)
-        again.abort_job(job)
-        again.cleanup_job(job)
+        return job, messages, expected
+
+    def assert_committed(self, store: Store, dest: str, job: JobContext, expected: Files) -> None:
+        """The job's output and its own ``_SUCCESS``, and no temporary state."""
         assert visible_files(store, store.strip(dest)) == expected
         report = load_success(store, store.join(store.strip(dest), SUCCESS_FILE))
         assert report.success and report.jobId == job.job_id
         self.assert_no_leaks(store, dest)
+
+    def test_abort_after_the_commit_finished_keeps_its_output(self, make, store: Store, dest: str,  # type: ignore[no-untyped-def]
+                                                              config) -> None:
+        """A driver that dies after ``_SUCCESS``, deleting the job's state, leaves a
+        committed job: an abort then (the operator's, from a new process) deletes only
+        the state, never the output its ``_SUCCESS`` reports."""
+        job, _, expected = self.commit_leaving_state(make, dest, config)
+        again = make(dest)
+        again.abort_job(job)
+        again.cleanup_job(job)
+        self.assert_committed(store, dest, job, expected)
+
+    def test_repeated_commit_after_the_commit_finished_returns_its_report(  # type: ignore[no-untyped-def]
+            self, make, store: Store, dest: str, config) -> None:
+        """The same: ``commit_job`` called again (the job no longer active) returns the
+        job's report and deletes the state left, for every committer. It never runs the
+        commit again: conflict mode ``replace`` would delete what was written since."""
+        replace = {"outcommit.committer.conflict-mode": "replace"}
+        job, messages, expected = self.commit_leaving_state(make, dest, config, keep_markers=False,
+                                                            **replace)
+        since = {"later/written-since.txt": b"written after the job committed"}
+        for rel, data in since.items():
+            store.write_bytes(store.join(store.strip(dest), rel), data)
+        report = make(dest, **replace).commit_job(job, messages)
+        assert report.success and report.jobId == job.job_id
+        self.assert_committed(store, dest, job, {**expected, **since})
+
+    def test_later_attempt_of_a_committed_job_publishes_nothing(  # type: ignore[no-untyped-def]
+            self, make, store: Store, dest: str, config) -> None:
+        """The same, then a new job attempt that reruns a task (its driver could not know
+        the commit had finished): it returns the earlier report, and its own output (other
+        bytes here) is never published: the job commits once."""
+        committer = make(dest)
+        if not committer.has_capability(caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT):
+            pytest.skip(f"{committer.name} publishes at task commit")
+        job, _, expected = self.commit_leaving_state(make, dest, config, keep_markers=False)
+        later = job.next_attempt()
+        restarted = make(dest)
+        restarted.setup_job(later)
+        self.run_task(restarted, later, 0, self.files_of(0, tag="rerun"))
+        report = restarted.commit_job(later)
+        assert report.jobId == job.job_id
+        self.assert_committed(store, dest, job, expected)
 
     def test_abort_job_without_task_abort(self, make, store: Store, dest: str) -> None:  # type: ignore[no-untyped-def]
         committer = make(dest)

@@ -106,8 +106,10 @@ def _driver(s: DriverKill, has: Has) -> Expectation:
         return Expectation(COMMIT, why="_SUCCESS was written: the job committed, and an abort "
                                        "after it only deletes the job's temporary state")
     if s.then == "abort":
-        return Expectation(FAIL, _applicable(has, VISIBLE_EARLY, PARTIAL_JOB_COMMIT,
-                                             *((REPLACE_NOT_ATOMIC,) if s.mode == "replace" else ())),
+        # Killed after some operation: the cell knows whether that was past _SUCCESS.
+        return Expectation(EITHER if s.point == "operation" else FAIL,
+                           _applicable(has, VISIBLE_EARLY, PARTIAL_JOB_COMMIT,
+                                       *((REPLACE_NOT_ATOMIC,) if s.mode == "replace" else ())),
                            why="aborted: nothing of the job may stay visible")
     if s.then == "recommit":
         if has(caps.JOB_COMMIT_REPEATABLE):

@@ -57,19 +57,20 @@ def destination(env: CellEnv, url: str, before: Files) -> Destination:
 
 
 def expect_output(env: CellEnv, d: Destination, engine: Engine, mode: str, committed: bool,
-                  extra: Mapping[str, Files] | None = None) -> None:
-    """What the destination holds if ``engine``'s job commits (``extra``: nested jobs' files).
+                  extra: Mapping[str, Files] | None = None, also: Engine | None = None) -> None:
+    """What the destination holds if ``engine``'s job commits (``extra``: nested jobs' files;
+    ``also``: another engine of the job whose output is as acceptable).
 
     Recorded also when the job failed: a documented limit may leave part of it visible.
     ``committed``: the job did commit, so its ``_SUCCESS`` must be there.
     """
     dpo = engine.committer.has_capability(caps.DYNAMIC_PARTITION_OVERWRITE)
     nested = {k: v for files in (extra or {}).values() for k, v in files.items()}
-    d.expected = [{**final_contents(d.before, output, mode, dpo), **nested}
-                  for output in engine.expected_outputs()]
+    outputs = [*engine.expected_outputs(), *(also.expected_outputs() if also else [])]
+    d.expected = [{**final_contents(d.before, output, mode, dpo), **nested} for output in outputs]
     if committed:
         d.success_job = engine.job.job_id
-        d.success_files = [set(output) for output in engine.expected_outputs()]
+        d.success_files = [set(output) for output in outputs]
 
 
 def run_job(engine: Engine, obs: Observation, body: Callable[[], object]) -> bool:
@@ -193,7 +194,8 @@ def _zombie_finishes(engine: Engine, victim: Attempt, obs: Observation, write: b
 
 # -- drivers -------------------------------------------------------------------------------------------
 #: Publishing operations a whole job commit made, by (binding root, committer, conflict
-#: mode): measured by the first publish@k cell that found fewer than k.
+#: mode): measured by the first publish@k cell that found fewer than k; likewise its store
+#: operations (operation@k), by discovery or with messages.
 _PUBLISHING: dict[tuple[str, str, str], int] = {}
 
 def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
@@ -207,10 +209,14 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
         raise NotApplicable("the memory store lives in one process: its driver cannot be killed apart")
     key = (env.binding.root, env.committer, env.mode)
     counted = _PUBLISHING.get(key)
-    if s.point == "publish" and counted is not None and counted < s.k:
+    if s.point == "operation":  # every store operation: by discovery (recover) there are more
+        key = (env.binding.root, env.committer, f"{env.mode} operations, {s.then == 'recover'}")
+        counted = _PUBLISHING.get(key)
+    if s.point in ("publish", "operation") and counted is not None and counted < s.k:
         # Counted by an earlier cell of this column and mode (the count does not depend on
         # what happens after the kill): running this one again would only find it again.
-        raise NotApplicable(f"job commit made {counted} publishing operations (< {s.k}): "
+        kind = "store" if s.point == "operation" else "publishing"
+        raise NotApplicable(f"job commit made {counted} {kind} operations (< {s.k}): "
                             "it finished before the kill point")
     engine = Engine(env, job, "spark")
     engine.committer.setup_job(job)
@@ -220,7 +226,8 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     rule = {"before-commit": driverproc.KillRule("start"),
             "publish": driverproc.KillRule("publish", s.k),
             "before-success": driverproc.KillRule("before-success"),
-            "after-success": driverproc.KillRule("after-success")}[s.point]
+            "after-success": driverproc.KillRule("after-success"),
+            "operation": driverproc.KillRule("any", s.k)}[s.point]
     messages = engine.spark_messages()
     # One thread in the dying driver: "after the k-th publishing operation" then means
     # exactly k happened and none was half-way (the cell's outcome cannot depend on timing).
@@ -229,14 +236,21 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     if not result.killed:
         if result.error is None:
             _PUBLISHING[key] = result.matched
-            raise NotApplicable(f"job commit made {result.matched} publishing operations (< {s.k}): "
+            kind = "store" if s.point == "operation" else "publishing"
+            raise NotApplicable(f"job commit made {result.matched} {kind} operations (< {s.k}): "
                                 "it finished before the kill point")
         obs.error = RuntimeError(f"job commit failed before the kill point: {result.error}")
         engine.abort()
-    elif s.then == "abort":
+        expect_output(env, main, engine, env.mode, committed=False)
+        return obs
+    # Had the dying driver written the job's _SUCCESS, the commit point? Then it committed,
+    # and the output must stay what that commit published, whatever comes next.
+    own = read_success(env.store, env.store.strip(env.dest)) or {}
+    committed = own.get("jobId") == job.job_id and own.get("success") is True
+    if s.then == "abort":
         obs.notes.append(f"driver killed {rule.describe()}")
         Engine(env, job, "spark").abort()  # by the operator, from a new process
-        if s.point == "after-success":  # the commit point passed: the job committed
+        if committed:
             expect_output(env, main, engine, env.mode, committed=True)
             return obs
         obs.error = DriverKilled(f"driver killed {rule.describe()}; the job was aborted")
@@ -248,13 +262,18 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
         return obs
     else:
         obs.notes.append(f"driver killed {rule.describe()}")
-        return _recover(env, engine, obs, main, env.mode)
+        return _recover(env, engine, obs, main, env.mode, committed)
     expect_output(env, main, engine, env.mode, committed=False)
     return obs
 
 
-def _recover(env: CellEnv, previous: Engine, obs: Observation, main: Destination, mode: str) -> Observation:
-    """A new job attempt: recover each task, rerun the ones it cannot, commit by discovery."""
+def _recover(env: CellEnv, previous: Engine, obs: Observation, main: Destination, mode: str,
+             committed: bool = False) -> Observation:
+    """A new job attempt: recover each task, rerun the ones it cannot, commit by discovery.
+
+    ``committed``: the previous attempt's commit wrote ``_SUCCESS``, so the job's output is
+    that attempt's, not what the new one reruns (committing both would commit the job twice).
+    """
     job = previous.job.next_attempt()
     engine = Engine(env, job, "spark")
 
@@ -269,7 +288,12 @@ def _recover(env: CellEnv, previous: Engine, obs: Observation, main: Destination
                 obs.notes.append(f"task {index} rerun")
         engine.committer.commit_job(job)
 
-    expect_output(env, main, engine, env.mode, run_job(engine, obs, body))
+    done = run_job(engine, obs, body)
+    # A committer that publishes at task commit (v2) cannot keep the rerun tasks' output out:
+    # they replace the committed files, a whole output of the job too.
+    rerun = None if engine.committer.has_capability(caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT) else engine
+    expect_output(env, main, previous if committed else engine, env.mode, done,
+                  also=rerun if committed else None)
     return obs
 
 

@@ -69,8 +69,12 @@ def table(results: Sequence[CellResult]) -> str:
         return "(no accepted pairing)"
     lines = ["| scenario | " + " | ".join(columns) + " |",
              "| --- | " + " | ".join("---" for _ in columns) + " |"]
-    for row in rows:
+    # A row no column reaches (operation@k past every job commit's last operation) says nothing.
+    shown = [row for row in rows if any(grid.get((row, c)) != SYMBOLS["n/a"] for c in columns)]
+    for row in shown:
         lines.append(f"| `{row}` | " + " | ".join(grid.get((row, c), " ") for c in columns) + " |")
+    if len(shown) < len(rows):
+        lines.append(f"\n({len(rows) - len(shown)} rows n/a in every column are left out.)")
     return "\n".join(lines)
 
 

@@ -12,7 +12,8 @@ Four families, one frozen dataclass each; a scenario's ``id`` is its row in the 
   after the k-th publishing operation of job commit, after publishing but before
   ``_SUCCESS``, or right after ``_SUCCESS`` (deleting the job's state); then the same job
   attempt commits again, a new job attempt recovers, or the job is aborted; under every
-  conflict mode.
+  conflict mode. The full size also kills it after the k-th store operation of any kind
+  (``operation@k``, conflict mode ``append``): every window of job commit.
 * :class:`StoreFault` — one request kind of the store fails at the HTTP layer (through
   the fault proxy) or a rename raises after it happened (the store wrapper).
 * :class:`JobsLayout` — several jobs at once: same destination, adjacent, nested, at
@@ -37,7 +38,7 @@ SIZES: tuple[Size, ...] = ("ci", "full")
 
 TaskPoint = Literal["before-write", "mid-write", "after-write", "during-commit", "after-commit",
                     "zombie-before-job-commit", "zombie-during-job-cleanup", "zombie-after-job-commit"]
-DriverPoint = Literal["before-commit", "publish", "before-success", "after-success"]
+DriverPoint = Literal["before-commit", "publish", "before-success", "after-success", "operation"]
 Recovery = Literal["recommit", "recover", "abort"]
 Phase = Literal["tasks", "task-commit", "job-commit"]
 Layout = Literal["same-destination", "adjacent", "nested-parent-first", "nested-child-first",
@@ -62,7 +63,8 @@ class TaskFailure:
 
 @dataclass(frozen=True)
 class DriverKill:
-    """The driver dies at ``point`` (``k``: publishing operations first), then ``then``."""
+    """The driver dies at ``point`` (``k``: publishing, or for ``operation`` any store,
+    operations first), then ``then``."""
 
     point: DriverPoint
     then: Recovery
@@ -73,7 +75,7 @@ class DriverKill:
 
     @property
     def id(self) -> str:
-        at = f"@{self.k}" if self.point == "publish" else ""
+        at = f"@{self.k}" if self.point in ("publish", "operation") else ""
         return f"driver/{self.point}{at}/{self.then}/{self.mode}"
 
 
@@ -132,6 +134,11 @@ def task_scenarios(size: Size) -> list[TaskFailure]:
     return found
 
 
+#: The full size kills a driver after each of the first OPERATIONS store operations of its
+#: job commit (the longest here, v1's with discovery, makes fewer).
+OPERATIONS = 30
+
+
 def driver_scenarios(size: Size) -> list[DriverKill]:
     """Full: every point x recovery x mode. CI: every point x recovery in ``append``, and
     the modes that change the outcome (``fail``: a restarted job meets its own output;
@@ -148,6 +155,9 @@ def driver_scenarios(size: Size) -> list[DriverKill]:
                     ("publish", 1), ("before-success", 0), ("after-success", 0)):
                 continue
             found += [DriverKill(point, then, mode, k) for then in recoveries]
+    if size == "full":  # every window of job commit, not only the publishing ones
+        found += [DriverKill("operation", then, "append", k) for k in range(1, OPERATIONS + 1)
+                  for then in recoveries]
     return found
 
 

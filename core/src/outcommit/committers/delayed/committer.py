@@ -135,13 +135,16 @@ class DelayedCompletionCommitter(Committer):
             raise error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
                         "it was never set up, or it has already been committed or aborted")
 
-    def _require_committable(self, job: JobContext) -> None:
-        """Job commit may go on where an interrupted one ended the job for its writers."""
+    def _committed_before(self, job: JobContext) -> SuccessData | None:
+        """:meth:`committed_before`, where job commit may also go on after an interrupted
+        one ended the job for its writers (its record says it began, no ``_SUCCESS`` that
+        it finished: a finished commit must never run again, ``replace`` first)."""
         try:
-            self.require_job(job, JobCommitError)
+            return self.committed_before(job, lambda: self.require_job(job, JobCommitError))
         except JobCommitError:
             if not self.meta.exists(self.layout(job).commit_started(job)):
                 raise
+            return None
 
     # -- task commit --------------------------------------------------------------------------------
     def publish_task(self, task: TaskAttemptContext, pendingset: PendingSet) -> dict[str, Any]:
@@ -245,7 +248,9 @@ class DelayedCompletionCommitter(Committer):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
         log = self.logger(job)
-        self._require_committable(job)
+        done = self._committed_before(job)
+        if done is not None:
+            return done
         layout, expect = self.layout(job), self.expectations(job)
         commits: JobCommits | None = None
 

@@ -199,7 +199,9 @@ class ManifestCommitter(JobDirectoryCommitter):
         cfg = self.stage_config(stats, job)
         files: list[CheckedFile] = []
         try:
-            self.require_job(job, JobCommitError)
+            done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+            if done is not None:
+                return done
             with stats.stage("load-manifests"):
                 files, tasks = stages.load_manifests(cfg, messages, lambda: self._manifest_paths(job))
             # The journal is per job, not per job attempt: a restarted driver (attempt N+1)
