@@ -231,7 +231,16 @@ class Committer:
         summary.iostatistics = self.job_iostatistics(summary.metrics)
         summary.iostatistics["counters"][iostats.JOBS_COMPLETED] = 1
         if self.success_enabled():
-            self.store.save_json(self.store.join(self.dest, SUCCESS_FILE), summary.to_dict())
+            try:
+                self.store.save_json(self.store.join(self.dest, SUCCESS_FILE), summary.to_dict())
+            except Exception:
+                # A write that took effect and then failed (a lost response): the commit
+                # point is passed, and failing the job now would make its engine retry a
+                # committed job. The store's evidence decides, as for renames.
+                if self.own_success(job) is None:
+                    raise
+                self.logger(job).warning("writing _SUCCESS reported a failure, but it is there: "
+                                         "the job committed", exc_info=True)
         self.save_summary_report(job, summary)
         return summary
 
@@ -241,15 +250,20 @@ class Committer:
         ``_SUCCESS`` is written after the last file of the job is visible: it is the job
         commit's point of no return. A driver that dies after it, while it deletes the
         job's temporary state, leaves a committed job: an abort then only cleans up, and
-        a later attempt of the job meets its own output. Read only on those rare paths.
+        a later attempt of the job meets its own output. Read only on those rare paths;
+        None where ``_SUCCESS`` is disabled (there is no commit point to find). Another
+        job's ``_SUCCESS`` written over this one's hides it (docs/protocol.md).
         """
+        if not self.success_enabled():
+            return None
         try:
             report = load_success(self.store, self.store.join(self.dest, SUCCESS_FILE))
         except (FileNotFoundError, CorruptFileError):
             return None
         return report if report.success is True and report.jobId == job.job_id else None
 
-    def committed_before(self, job: JobContext, require: Callable[[], object]) -> SuccessData | None:
+    def committed_before(self, job: JobContext, require: Callable[[], object],
+                         later_attempts: bool = True) -> SuccessData | None:
         """Start of ``commit_job``: run the job check ``require``; the report of the job's
         finished commit if this call repeats it, else None (go on committing).
 
@@ -257,16 +271,21 @@ class Committer:
         that is no longer active (its markers went first) or, for a later job attempt, one
         set up again. Calling ``commit_job`` again, or from that attempt, then returns the
         earlier report and deletes what is left (``job-commit.repeatable``); where the job
-        check refuses and no report names the job, the refusal is raised.
+        check refuses and no report names the job, the refusal is raised (also when the
+        report cannot be read). ``later_attempts=False``: a later attempt commits anyway
+        (v2, whose tasks published their output again).
         """
         try:
             require()
-        except JobCommitError:
-            done = self.finished_commit(job)
+        except JobCommitError as refused:
+            try:
+                done = self.finished_commit(job)
+            except Exception as exc:
+                raise refused from exc
             if done is None:
                 raise
             return done
-        return self.finished_commit(job) if job.attempt > 0 else None
+        return self.finished_commit(job) if later_attempts and job.attempt > 0 else None
 
     def finished_commit(self, job: JobContext) -> SuccessData | None:
         """The job's own ``_SUCCESS`` report, once its leftover state is deleted; None if

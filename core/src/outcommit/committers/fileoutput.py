@@ -362,8 +362,10 @@ class FileOutputCommitterV2(FileOutputCommitter):
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
-        # Repeatable, as Hadoop requires of v2: the job's own report means it is done.
-        done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+        # Repeatable, as Hadoop requires of v2: the job's own report means it is done. A
+        # later attempt's tasks published again: it writes its own report.
+        done = self.committed_before(job, lambda: self.require_job(job, JobCommitError),
+                                     later_attempts=False)
         if done is not None:
             return done
         files: list[str] = []

@@ -362,6 +362,25 @@ class CommitterConformance:
         assert report.success and report.jobId == job.job_id
         self.assert_committed(store, dest, job, {**expected, **since})
 
+    def test_repeated_commit_under_a_later_jobs_success_deletes_nothing(  # type: ignore[no-untyped-def]
+            self, make, store: Store, dest: str, config) -> None:
+        """The same, then another job commits into the destination (its ``_SUCCESS``
+        hides this job's) before the repeated call, under ``replace``: whether that call
+        commits again or refuses, neither job's files may go."""
+        replace = {"outcommit.committer.conflict-mode": "replace"}
+        job, messages, expected = self.commit_leaving_state(make, dest, config, keep_markers=False,
+                                                            **replace)
+        other = make(dest, **{"outcommit.committer.conflict-mode": "append"})
+        other_job = JobContext(dest, config=other.config)
+        other.setup_job(other_job)
+        later = {"later/other-job.txt": b"another job's file"}
+        other.commit_job(other_job, [self.run_task(other, other_job, 7, later)])
+        try:
+            make(dest, **replace).commit_job(job, messages)
+        except CommitError:
+            pass  # refused: the job is not active, and no _SUCCESS names it
+        assert visible_files(store, store.strip(dest)) == {**expected, **later}
+
     def test_later_attempt_of_a_committed_job_publishes_nothing(  # type: ignore[no-untyped-def]
             self, make, store: Store, dest: str, config) -> None:
         """The same, then a new job attempt that reruns a task (its driver could not know

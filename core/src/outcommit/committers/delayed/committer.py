@@ -135,16 +135,17 @@ class DelayedCompletionCommitter(Committer):
             raise error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
                         "it was never set up, or it has already been committed or aborted")
 
-    def _committed_before(self, job: JobContext) -> SuccessData | None:
+    def _committed_before(self, job: JobContext) -> tuple[SuccessData | None, bool]:
         """:meth:`committed_before`, where job commit may also go on after an interrupted
         one ended the job for its writers (its record says it began, no ``_SUCCESS`` that
-        it finished: a finished commit must never run again, ``replace`` first)."""
+        it finished: a finished commit must never run again, ``replace`` first).
+        Returns (the earlier report, or None; whether this call resumes such a commit)."""
         try:
-            return self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+            return self.committed_before(job, lambda: self.require_job(job, JobCommitError)), False
         except JobCommitError:
             if not self.meta.exists(self.layout(job).commit_started(job)):
                 raise
-            return None
+            return None, True
 
     # -- task commit --------------------------------------------------------------------------------
     def publish_task(self, task: TaskAttemptContext, pendingset: PendingSet) -> dict[str, Any]:
@@ -248,7 +249,7 @@ class DelayedCompletionCommitter(Committer):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
         log = self.logger(job)
-        done = self._committed_before(job)
+        done, resumed = self._committed_before(job)
         if done is not None:
             return done
         layout, expect = self.layout(job), self.expectations(job)
@@ -266,8 +267,16 @@ class DelayedCompletionCommitter(Committer):
                        if messages is not None
                        else pendingsets.discover(layout, job, expect, self.threads, check_parts))
             self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
-            removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
-                                        self.destination, log)
+            if resumed and self.conflict_mode != "append" and not self.ops.any_pending(commits):
+                # Every upload is complete: the commit resumed got past its completions, so
+                # its conflict handling ran, and running it again ('replace') would delete
+                # what was written since (its _SUCCESS may be hidden by a later job's).
+                log.info("resuming a job commit whose uploads are all complete: conflict "
+                         "mode %s already ran", self.conflict_mode)
+                removed = 0
+            else:
+                removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
+                                            self.destination, log)
             progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
             running: set[tuple[str, str]] = set()
             swept: list[Future[Sweep]] = []

@@ -101,6 +101,20 @@ class CommitOperations:
         """Does the destination object carry exactly these parts (completed by this job)?"""
         return bool(commit.etags) and self.mp.holds(commit.path, commit.upload_id, commit.etags)
 
+    def _pending(self) -> Callable[[PendingCommit], bool]:
+        """Is an upload still pending under the destination? One listing per 1000 uploads."""
+        listed = self.mp.list_pending(self.dest + "/")
+        pending = {(p.path, p.upload_id) for p in listed}
+        # Uploads without an id of the store's own (Azure block lists: the committer names
+        # them) are listed by name only: a name with uncommitted blocks is still pending.
+        by_name = {p.path for p in listed if not p.upload_id}
+        return lambda c: (c.path, c.upload_id) in pending or c.path in by_name
+
+    def any_pending(self, commits: Collection[PendingCommit]) -> bool:
+        """Is any of ``commits`` still pending (neither completed nor aborted)?"""
+        is_pending = self._pending()
+        return any(is_pending(c) for c in commits)
+
     def check_completable(self, commits: Collection[PendingCommit]) -> None:
         """Before old data is deleted: every upload is still pending (or already ours).
 
@@ -108,14 +122,9 @@ class CommitOperations:
         would otherwise be found only at completion, after the old data is gone. One
         listing per 1000 pending uploads, not a request per file.
         """
-        listed = self.mp.list_pending(self.dest + "/")
-        pending = {(p.path, p.upload_id) for p in listed}
-        # Uploads without an id of the store's own (Azure block lists: the committer names
-        # them) are listed by name only: a name with uncommitted blocks is still pending.
-        by_name = {p.path for p in listed if not p.upload_id}
+        is_pending = self._pending()
         for commit in commits:
-            if ((commit.path, commit.upload_id) not in pending and commit.path not in by_name
-                    and not self.is_completed(commit)):
+            if not is_pending(commit) and not self.is_completed(commit):
                 raise UploadGoneError(
                     f"upload {commit.upload_id} to {self.store.url(commit.path)} is no longer pending "
                     "(aborted by a sweep, a lifecycle rule or 'outcommit uploads abort'): nothing was "

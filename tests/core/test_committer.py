@@ -1,0 +1,81 @@
+"""The base committer's shared helpers: the job's own _SUCCESS, the commit point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import outcommit
+from outcommit import JobContext
+from outcommit.errors import DestinationExistsError
+from outcommit.success import SUCCESS_FILE
+from outcommit.testing.conformance import visible_files
+from outcommit.testing.faults import Fault, FaultInjectingStore
+
+
+@pytest.fixture
+def dest(tmp_path: Path) -> str:
+    return f"file://{tmp_path}/out"
+
+
+def commit(dest: str, committer: str = "v1", store: Any = None, **config: str) -> tuple[Any, JobContext]:
+    c = outcommit.create_committer(dest, dict(config), committer, store=store)
+    job = JobContext(dest, config=c.config)
+    c.setup_job(job)
+    task = job.task_attempt(0)
+    c.setup_task(task)
+    fs, base = c.filesystem(task), c.work_path(task)
+    fs.pipe_file(f"{base}/part-0.txt", b"data")
+    c.commit_job(job, [c.commit_task(task)])
+    return c, job
+
+
+def test_own_success_is_only_this_jobs_successful_report(dest: str) -> None:
+    committer, job = commit(dest)
+    store = committer.store
+    path = store.join(store.strip(dest), SUCCESS_FILE)
+    assert committer.own_success(job).jobId == job.job_id
+    assert committer.own_success(JobContext(dest)) is None  # another job's
+    report = store.load_json(path)
+    store.save_json(path, {**report, "success": False})
+    assert committer.own_success(job) is None  # a failed commit's report
+    store.write_bytes(path, b"not json")
+    assert committer.own_success(job) is None  # corrupt: no evidence
+    store.delete(path)
+    assert committer.own_success(job) is None
+
+
+def test_own_success_is_none_where_success_is_disabled(dest: str) -> None:
+    committer, job = commit(dest)
+    off = outcommit.create_committer(dest, {"outcommit.success.enabled": "false"}, "v1")
+    assert committer.own_success(job) is not None and off.own_success(job) is None
+
+
+@pytest.mark.parametrize("name", ["v1", "v2", "manifest"])
+def test_a_success_write_that_took_effect_then_failed_commits_the_job(dest: str, name: str) -> None:
+    """The response of the _SUCCESS PUT is lost after the store wrote it: the commit point
+    is passed, so job commit reports success (an engine would otherwise retry it)."""
+    inner = outcommit.open_store(dest)
+    store = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, when="after")])
+    committer, job = commit(dest, name, store=store)
+    assert store.faults[0].fired == 1
+    assert committer.own_success(job) is not None
+    assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
+
+
+def test_a_success_write_that_failed_fails_the_commit(dest: str) -> None:
+    inner = outcommit.open_store(dest)
+    store = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, when="before")])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, "v1", store=store)
+
+
+def test_a_later_attempt_under_fail_meets_its_own_committed_output(dest: str) -> None:
+    """v2 keeps no journal: only the job's _SUCCESS tells its own output from others'."""
+    _, job = commit(dest, "v2", **{"outcommit.committer.conflict-mode": "fail"})
+    again = outcommit.create_committer(dest, {"outcommit.committer.conflict-mode": "fail"}, "v2")
+    again.setup_job(job.next_attempt())
+    with pytest.raises(DestinationExistsError):
+        again.setup_job(JobContext(dest))  # another job still meets data
