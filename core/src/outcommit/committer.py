@@ -262,6 +262,15 @@ class Committer:
             return None
         return report if report.success is True and report.jobId == job.job_id else None
 
+    def kept_on_abort(self, job: JobContext) -> bool:
+        """Abort, after a commit began: did that commit finish (its ``_SUCCESS``)? Then
+        its output stays and only the job's state is deleted (said in the log)."""
+        if self.own_success(job) is None:
+            return False
+        self.logger(job).info("abort: the job's commit finished (its _SUCCESS is in %s): its "
+                              "output stays, only its temporary state is deleted", self.destination)
+        return True
+
     def committed_before(self, job: JobContext, require: Callable[[], object],
                          later_attempts: bool = True) -> SuccessData | None:
         """Start of ``commit_job``: run the job check ``require``; the report of the job's
@@ -459,10 +468,7 @@ class JobDirectoryCommitter(Committer):
         """
         try:
             published = self.load_journal(job)
-            if published is not None and self.own_success(job) is not None:
-                self.logger(job).info("abort: the job's commit finished (its _SUCCESS is in %s): "
-                                      "only its temporary state is deleted", self.destination)
-            elif published is not None:
+            if published is not None and not self.kept_on_abort(job):
                 removed = journal.rollback(self.store, published, self.journal_sources(job))
                 self.logger(job).warning("abort: removed %d files an interrupted job commit had "
                                          "published to %s", removed, self.destination)

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from .. import capabilities as caps
-from ..committer import Committer
+from ..committer import JOB_MARKER, Committer
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError
 from ..factory import create_committer, open_store
@@ -312,7 +312,7 @@ class CommitterConformance:
             return False
 
         def fails(_operation: str, args: tuple[Any, ...]) -> bool:
-            marker = bool(args) and isinstance(args[0], str) and args[0].endswith("/_job.json")
+            marker = bool(args) and isinstance(args[0], str) and args[0].endswith("/" + JOB_MARKER)
             return success.is_set() and (keep_markers or not marker)
 
         faulty = FaultInjectingStore(open_store(dest, config), [

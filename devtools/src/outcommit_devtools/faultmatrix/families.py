@@ -207,15 +207,14 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     obs = Observation([main])
     if not env.binding.separate_processes:
         raise NotApplicable("the memory store lives in one process: its driver cannot be killed apart")
-    key = (env.binding.root, env.committer, env.mode)
+    # Every store operation (operation@k): by discovery (recover) there are more.
+    key = ((env.binding.root, env.committer, f"{env.mode} operations, {s.then == 'recover'}")
+           if s.point == "operation" else (env.binding.root, env.committer, env.mode))
+    kind = "store" if s.point == "operation" else "publishing"
     counted = _PUBLISHING.get(key)
-    if s.point == "operation":  # every store operation: by discovery (recover) there are more
-        key = (env.binding.root, env.committer, f"{env.mode} operations, {s.then == 'recover'}")
-        counted = _PUBLISHING.get(key)
     if s.point in ("publish", "operation") and counted is not None and counted < s.k:
         # Counted by an earlier cell of this column and mode (the count does not depend on
         # what happens after the kill): running this one again would only find it again.
-        kind = "store" if s.point == "operation" else "publishing"
         raise NotApplicable(f"job commit made {counted} {kind} operations (< {s.k}): "
                             "it finished before the kill point")
     engine = Engine(env, job, "spark")
@@ -236,7 +235,6 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     if not result.killed:
         if result.error is None:
             _PUBLISHING[key] = result.matched
-            kind = "store" if s.point == "operation" else "publishing"
             raise NotApplicable(f"job commit made {result.matched} {kind} operations (< {s.k}): "
                                 "it finished before the kill point")
         obs.error = RuntimeError(f"job commit failed before the kill point: {result.error}")

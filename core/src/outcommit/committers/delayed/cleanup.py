@@ -89,12 +89,9 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
         _logged(log, "deleting the job markers", lambda: end_job(layout, job))
     if own_aborts:
         def abort_own() -> None:
-            started = delete_completed and any(layout.meta.exists(layout.commit_started(job, a))
-                                               for a in range(job.attempt + 1))
-            if started and committer.own_success(job) is not None:
-                log.info("abort: the job's commit finished (its _SUCCESS is in %s): its output "
-                         "stays, only its state is deleted", committer.destination)
-                started = False
+            started = (delete_completed and any(layout.meta.exists(layout.commit_started(job, a))
+                                                for a in range(job.attempt + 1))
+                       and not committer.kept_on_abort(job))
             committer.ops.abort(known_commits(layout, committer.expectations(job)), log,
                                 delete_completed=started)
         _logged(log, "aborting the job's own uploads", abort_own)
