@@ -112,3 +112,46 @@ def test_config_lists_every_key_with_its_plugin_and_aliases() -> None:
     assert keys["outcommit.committer.threads"]["plugin"] == "outcommit"
     assert "fs.s3a.committer.threads" in keys["outcommit.committer.threads"]["aliases"]
     assert keys["outcommit.s3.endpoint"]["plugin"] == "s3"
+
+
+def test_jobs_lists_and_aborts_what_a_failed_abort_kept(tmp_path, capsys) -> None:
+    """A v1 job commit published its files and failed at _SUCCESS; the abort could not
+    delete them, so it kept the job's state: 'outcommit jobs' shows the job, and its abort
+    removes the files and the state (without --force it only says what it would do)."""
+    import outcommit
+    from outcommit import JobContext
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.conformance import visible_files
+    from outcommit.testing.faults import Fault, FaultInjectingStore, failing_deletes_in
+
+    dest = f"file://{tmp_path}/out dir"
+    inner = outcommit.open_store(dest)
+    store = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    committer = outcommit.create_committer(dest, committer="v1", store=store)
+    job = JobContext(dest, config=committer.config)
+    committer.setup_job(job)
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    committer.filesystem(task).pipe_file(f"{committer.work_path(task)}/part-0.txt", b"data")
+    message = committer.commit_task(task)
+    with pytest.raises(outcommit.JobCommitError):
+        committer.commit_job(job, [message])
+    refusing = FaultInjectingStore(inner, failing_deletes_in(inner.strip(dest)))
+    first = outcommit.create_committer(dest, committer="v1", store=refusing)
+    first.abort_job(job)
+    first.cleanup_job(job)
+    assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
+
+    assert main(["jobs", "list", dest, "--committer", "v1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"jobId": job.job_id, "attempts": [0], "committer": "v1"}]
+    assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1"]) == 1
+    assert "add --force" in capsys.readouterr().out
+    assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
+    assert main(["jobs", "abort", dest, "no-such-job", "--committer", "v1"]) == 2
+    assert "nothing to abort" in capsys.readouterr().err
+    assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1", "--force"]) == 0
+    assert f"aborted job {job.job_id}" in capsys.readouterr().out
+    assert visible_files(inner, inner.strip(dest)) == {}
+    assert main(["jobs", "list", dest, "--committer", "v1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []

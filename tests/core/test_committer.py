@@ -79,3 +79,46 @@ def test_a_later_attempt_under_fail_meets_its_own_committed_output(dest: str) ->
     again.setup_job(job.next_attempt())
     with pytest.raises(DestinationExistsError):
         again.setup_job(JobContext(dest))  # another job still meets data
+
+
+@pytest.mark.parametrize("name", ["v1", "manifest"])
+def test_an_abort_that_cannot_read_success_keeps_the_jobs_state(dest: str, name: str) -> None:
+    """Abort after a commit began must know whether it finished (its _SUCCESS): when that
+    read fails, neither the output nor the evidence of it may go (cleanup_job after it
+    neither); the next abort, which can read, removes both."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, name, store=no_success)
+    unreadable = FaultInjectingStore(inner, [Fault("load_json", path_contains=SUCCESS_FILE, times=-1,
+                                                   error=OSError)])
+    first = outcommit.create_committer(dest, {}, name, store=unreadable)
+    (job_id,) = first.leftover_jobs()
+    job = JobContext(dest, job_id=job_id, config=first.config)
+    first.abort_job(job)
+    first.cleanup_job(job)
+    assert unreadable.faults[0].fired >= 1
+    assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
+    assert list(first.leftover_jobs()) == [job_id]
+    second = outcommit.create_committer(dest, {}, name)
+    second.abort_job(job)
+    second.cleanup_job(job)
+    assert visible_files(inner, inner.strip(dest)) == {}
+    assert second.leftover_jobs() == {}
+
+
+def test_cleanup_of_a_job_an_engine_committed_deletes_its_state(dest: str) -> None:
+    """Where the engine's own record is the commit point (a streaming batch log, no
+    _SUCCESS), ``cleanup_committed_job`` deletes what ``cleanup_job`` keeps as evidence."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, "v1", store=no_success)
+    committer = outcommit.create_committer(dest, {}, "v1")
+    (job_id,) = committer.leftover_jobs()
+    job = JobContext(dest, job_id=job_id, config=committer.config)
+    committer.cleanup_job(job)
+    assert list(committer.leftover_jobs()) == [job_id]
+    committer.cleanup_committed_job(job)
+    assert committer.leftover_jobs() == {}
+    assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}

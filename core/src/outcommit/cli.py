@@ -1,4 +1,4 @@
-"""The ``outcommit`` command: plugins, capabilities, _SUCCESS reports, pending uploads.
+"""The ``outcommit`` command: plugins, capabilities, _SUCCESS reports, pending uploads, jobs.
 
 Plugins add subcommands through the ``register_commands`` hook (the development tools
 add ``demo``).
@@ -224,6 +224,45 @@ def cmd_uploads(args: argparse.Namespace) -> int:
     return 0 if all(r["error"] is None for r in results) else 1
 
 
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from .context import JobContext
+    from .factory import create_committer
+
+    committer = create_committer(args.url, _config(args.conf), args.committer)
+    jobs = committer.leftover_jobs()
+    if args.action == "list":
+        if args.json:
+            print(json.dumps([{"jobId": job_id, "attempts": attempts, "committer": committer.name}
+                              for job_id, attempts in sorted(jobs.items())], indent=2))
+        else:
+            for job_id, attempts in sorted(jobs.items()):
+                print(f"{job_id}\tattempts {','.join(map(str, attempts)) or '-'}\t{committer.name}")
+            print(f"{len(jobs)} job(s) of {committer.name} with temporary state under {args.url}",
+                  file=sys.stderr)
+        return 0
+    if args.job_id is None:
+        raise OutcommitError("outcommit jobs abort needs the job id (outcommit jobs list shows them)")
+    if args.job_id not in jobs:
+        raise OutcommitError(f"no temporary state of job {args.job_id} ({committer.name}) under "
+                             f"{args.url}: nothing to abort (another committer? --committer)")
+    job = JobContext(args.url, job_id=args.job_id, attempt=max(jobs[args.job_id], default=0),
+                     config=committer.config)
+    if not args.force:
+        print(f"would abort job {job.job_id} (attempts {','.join(map(str, jobs[job.job_id]))}) "
+              f"of {committer.name} at {args.url}: files an interrupted job commit published "
+              "are removed, unless its _SUCCESS says it finished; add --force to abort it")
+        return 1
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    left = committer.leftover_jobs().get(job.job_id)
+    if left is not None:
+        print(f"job {job.job_id}: the abort could not finish (see the log above); its temporary "
+              "state stays: run this again", file=sys.stderr)
+        return 1
+    print(f"aborted job {job.job_id} at {args.url}")
+    return 0
+
+
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
@@ -265,6 +304,8 @@ EXAMPLES = {
     "uploads": "  outcommit uploads list s3://bucket/events/\n"
                "  outcommit uploads check s3://bucket/events/     # exit 1 while any is pending\n"
                "  outcommit uploads abort s3://bucket/events/ --older-than 24h --force",
+    "jobs": "  outcommit jobs list s3://bucket/events --committer magic\n"
+            "  outcommit jobs abort s3://bucket/events 5c0e0b9e-7d2a-4f4e-9a53-0f8ad1b9e3c1 --force",
 }
 
 
@@ -318,6 +359,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="really abort (default: show what would be)")
     _conf_option(p)
     p.set_defaults(func=cmd_uploads)
+
+    p = _subparser(sub, "jobs", "jobs that left temporary state under a destination; abort one")
+    p.add_argument("action", choices=["list", "abort"],
+                   help="list them; abort one (what an interrupted job commit published goes too)")
+    p.add_argument("url", help="the job's destination")
+    p.add_argument("job_id", nargs="?", help="abort: the job id (outcommit jobs list shows them)")
+    p.add_argument("--committer", help="the job's committer (default: the destination's, as a "
+                                       "job would pick it with the same --conf)")
+    p.add_argument("--force", action="store_true", help="really abort (default: show what would be)")
+    _conf_option(p)
+    p.set_defaults(func=cmd_jobs)
 
     for command in sorted(get_registry().commands().values(), key=lambda c: c.name):
         p = sub.add_parser(command.name, help=f"{command.help} (from plugin {command.plugin})",

@@ -108,6 +108,17 @@ class Committer:
     def cleanup_job(self, job: JobContext) -> None:
         raise NotImplementedError
 
+    def leftover_jobs(self) -> dict[str, list[int]]:
+        """Jobs whose temporary state is on the store, by job id: the attempts found
+        (``outcommit jobs``: what an interrupted or failed abort left for another)."""
+        return {}
+
+    def cleanup_committed_job(self, job: JobContext) -> None:
+        """``cleanup_job`` of a job that an engine's own commit point says committed
+        (a streaming batch log without ``_SUCCESS``): its state goes, whatever it shows
+        of a job commit that began (``cleanup_job`` would keep that as evidence)."""
+        self.cleanup_job(job)
+
     def recover_task(self, task: TaskAttemptContext) -> bool:
         """Recover a task committed by the previous job attempt. False: nothing to recover."""
         return False
@@ -271,6 +282,19 @@ class Committer:
                               "output stays, only its temporary state is deleted", self.destination)
         return True
 
+    def interrupted_commit_kept(self, job: JobContext, state: str,
+                                error: BaseException | None = None) -> None:
+        """Abort or cleanup met a job commit that began and was neither finished (no
+        ``_SUCCESS`` of the job) nor undone: the job's state, the only evidence of what
+        that commit published, stays at ``state`` (a URL), so that aborting the job again
+        removes those files. Deleting it would leave them visible for good."""
+        because = f" ({type(error).__name__}: {error})" if error is not None else ""
+        self.logger(job).error(
+            "the interrupted job commit into %s was not undone%s: files it published may be "
+            "visible. The job's state stays at %s: abort job %s again ('outcommit jobs abort %s "
+            "%s --committer %s --force') to remove them", self.destination, because, state,
+            job.job_id, self.destination, job.job_id, self.name)
+
     def committed_before(self, job: JobContext, require: Callable[[], object],
                          later_attempts: bool = True) -> SuccessData | None:
         """Start of ``commit_job``: run the job check ``require``; the report of the job's
@@ -349,6 +373,11 @@ class Committer:
 JOB_MARKER = "_job.json"
 
 
+def attempts_in(store: Store, job_dir: str) -> list[int]:
+    """The job attempt numbers whose directories are in ``job_dir`` ('0', '00', '1'...)."""
+    return sorted(int(c.name) for c in store.list_dir(job_dir) if c.is_dir and c.name.isdigit())
+
+
 class JobDirectoryCommitter(Committer):
     """Committers that keep per-job state under ``<dest>/_temporary/<jobId>/<attempt>/``.
 
@@ -413,14 +442,52 @@ class JobDirectoryCommitter(Committer):
     def cleanup_job(self, job: JobContext) -> None:
         """End the job, then delete its temporary state (never raises: runs on failure paths).
 
+        Unless a job commit began (its journal) and neither finished (the job's
+        ``_SUCCESS``) nor was undone by ``abort_job`` (which deletes the journal with the
+        rest): that state is the evidence an abort needs, so only the job ends.
+        """
+        try:
+            began = journal.exists(self.store, self.job_dir(job.job_id))
+            interrupted, error = began and self.own_success(job) is None, None
+        except Exception as exc:  # cannot tell: keep what may be evidence
+            interrupted, error = True, exc
+        if interrupted:
+            self.end_job(job)
+            self.interrupted_commit_kept(job, self.store.url(self.job_dir(job.job_id)), error)
+            return
+        self.end_job_and_delete_state(job)
+
+    def cleanup_committed_job(self, job: JobContext) -> None:
+        self.end_job_and_delete_state(job)
+
+    def leftover_jobs(self) -> dict[str, list[int]]:
+        root = self.store.join(self.dest, TEMPORARY_DIR)
+        if not self.store.exists(root):
+            return {}
+        return {job.name: attempts_in(self.store, job.path)
+                for job in self.store.list_dir(root) if job.is_dir}
+
+    def end_job(self, job: JobContext) -> bool:
+        """Delete the job's markers, every attempt's (never raises). False: it failed."""
+        try:
+            for attempt in range(job.attempt + 1):
+                self.store.delete(self.job_marker(job, attempt))
+        except Exception:
+            self.logger(job).warning("ending job %s failed", job.job_id, exc_info=True)
+            return False
+        return True
+
+    def end_job_and_delete_state(self, job: JobContext) -> None:
+        """End the job, then delete its temporary state (never raises).
+
         The job's markers go first. A straggling attempt checks the marker *after* each
         write that it makes (write, then check): one that still saw the marker wrote
         before the deletion below listed the job's directory, so it is deleted with it;
         one that did not removes what it wrote itself (``abandon_if_job_ended``).
         """
+        if not self.end_job(job):
+            return
         try:
-            for attempt in range(job.attempt + 1):
-                self.store.delete(self.job_marker(job, attempt))
             self.delete_job_state(job)
             self.remove_temporary_root()
         except Exception:
@@ -464,7 +531,10 @@ class JobDirectoryCommitter(Committer):
         """Remove what an interrupted job commit already published, then the job's state.
 
         A commit that wrote the job's ``_SUCCESS`` was not interrupted but finished (its
-        driver died cleaning up): its output stays, and only the state is deleted.
+        driver died cleaning up): its output stays, and only the state is deleted. Where
+        the interrupted commit cannot be undone (the store fails, its journal is corrupt,
+        ``_SUCCESS`` cannot be read), the job ends but its state stays, for another abort.
+        Never raises: it runs on failure paths.
         """
         try:
             published = self.load_journal(job)
@@ -472,10 +542,11 @@ class JobDirectoryCommitter(Committer):
                 removed = journal.rollback(self.store, published, self.journal_sources(job))
                 self.logger(job).warning("abort: removed %d files an interrupted job commit had "
                                          "published to %s", removed, self.destination)
-        except Exception:  # abort never raises: it runs on failure paths
-            self.logger(job).warning("abort could not undo the interrupted job commit of %s",
-                                     self.destination, exc_info=True)
-        self.cleanup_job(job)
+        except Exception as exc:
+            self.end_job(job)
+            self.interrupted_commit_kept(job, self.store.url(self.job_dir(job.job_id)), exc)
+            return
+        self.end_job_and_delete_state(job)
 
     # -- task: the attempt writes into its own directory ---------------------------------
     def task_attempt_dir(self, task: TaskAttemptContext) -> str:

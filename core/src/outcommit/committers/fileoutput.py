@@ -219,7 +219,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
             summary = self._success(job, files, started, len(task_dirs))
         except Exception as exc:
             raise self.failed_commit(job, exc, started, files) from exc
-        self.cleanup_job(job)
+        self.end_job_and_delete_state(job)
         log.info("committed job: %d files from %d tasks", len(files), len(task_dirs))
         return summary
 
@@ -378,6 +378,6 @@ class FileOutputCommitterV2(FileOutputCommitter):
             summary = self._success(job, files, started, len(messages))
         except Exception as exc:
             raise self.failed_commit(job, exc, started, files) from exc
-        self.cleanup_job(job)
+        self.end_job_and_delete_state(job)
         return summary
 

@@ -287,8 +287,8 @@ class StreamingSink:
         self.committer.abort_job(job)
         self.committer.cleanup_job(job)
 
-    def _cleanup(self, job: JobContext) -> None:
-        self.committer.cleanup_job(job)
+    def _cleanup(self, job: JobContext) -> None:  # the batch log says it committed
+        self.committer.cleanup_committed_job(job)
 
     def _forget(self, job_id: str) -> None:
         try:

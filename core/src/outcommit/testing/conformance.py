@@ -38,7 +38,7 @@ from ..errors import CommitError, CorruptFileError
 from ..factory import create_committer, open_store
 from ..store import Store
 from ..success import SUCCESS_FILE, load_success
-from .faults import Fault, FaultInjectingStore
+from .faults import Fault, FaultInjectingStore, failing_deletes_in
 
 Files = Mapping[str, bytes]
 #: Directories of a job's state in its destination: magic's, and staging's (``directory``,
@@ -397,6 +397,39 @@ class CommitterConformance:
         report = restarted.commit_job(later)
         assert report.jobId == job.job_id
         self.assert_committed(store, dest, job, expected)
+
+    def test_an_abort_that_cannot_undo_the_commit_keeps_its_evidence(  # type: ignore[no-untyped-def]
+            self, make, store: Store, dest: str, config) -> None:
+        """A job commit published every file and failed writing ``_SUCCESS``; the abort
+        cannot delete them (the store refuses). It must keep the job's state, the only
+        evidence of which files are the job's, and ``cleanup_job`` after it too: the next
+        abort then removes them. Deleting the state would leave them visible for good."""
+        committer = make(dest)
+        if not committer.has_capability(caps.OUTPUT_INVISIBLE_UNTIL_JOB_COMMIT):
+            pytest.skip(f"{committer.name} publishes at task commit: abort cannot undo it")
+        no_success = FaultInjectingStore(open_store(dest, config), [
+            Fault("save_json", path_contains="/" + SUCCESS_FILE, times=-1)])
+        failing = make(dest, store=no_success)
+        job = JobContext(dest, config=failing.config)
+        failing.setup_job(job)
+        messages = [self.run_task(failing, job, i, self.files_of(i)) for i in range(2)]
+        with pytest.raises(CommitError):
+            failing.commit_job(job, messages)
+        published = visible_files(store, store.strip(dest))
+        assert published == {k: v for i in range(2) for k, v in self.files_of(i).items()}
+        refusing = FaultInjectingStore(open_store(dest, config), failing_deletes_in(store.strip(dest)))
+        first = make(dest, store=refusing)
+        first.abort_job(job)
+        first.cleanup_job(job)
+        assert any(f.fired for f in refusing.faults)
+        assert visible_files(store, store.strip(dest)) == published
+        assert job.job_id in make(dest).leftover_jobs()
+        second = make(dest)
+        second.abort_job(job)
+        second.cleanup_job(job)
+        assert visible_files(store, store.strip(dest)) == {}
+        assert make(dest).leftover_jobs() == {}
+        self.assert_no_leaks(store, dest)
 
     def test_abort_job_without_task_abort(self, make, store: Store, dest: str) -> None:  # type: ignore[no-untyped-def]
         committer = make(dest)

@@ -89,6 +89,21 @@ class Fault:
         return self.error(message) if self.error else InjectedFault(message)
 
 
+def failing_deletes_in(dest: str) -> list[Fault]:
+    """Faults refusing every delete of a data file under ``dest`` (a store path), alone or
+    in a batch; hidden and temporary names (``_temporary``, ``__magic_job-...``,
+    ``_SUCCESS``) are deleted as usual: an abort that cannot undo a job commit."""
+    base = dest.rstrip("/") + "/"
+
+    def data_file(path: object) -> bool:
+        return isinstance(path, str) and path.startswith(base) and \
+            not path[len(base):].split("/")[0].startswith(("_", "."))
+
+    return [Fault("delete", times=-1, predicate=lambda _op, args: data_file(args[0])),
+            Fault("delete_many", times=-1,
+                  predicate=lambda _op, args: any(data_file(p) for p in args[0]))]
+
+
 class FaultInjectingStore(Store):
     """Delegates to ``inner``; raises for calls that a :class:`Fault` matches."""
 

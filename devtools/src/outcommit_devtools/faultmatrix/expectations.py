@@ -102,10 +102,10 @@ def _task(s: TaskFailure, has: Has) -> Expectation:
 
 
 def _driver(s: DriverKill, has: Has) -> Expectation:
-    if s.then == "abort" and s.point == "after-success":
+    if s.then.startswith("abort") and s.point == "after-success":
         return Expectation(COMMIT, why="_SUCCESS was written: the job committed, and an abort "
                                        "after it only deletes the job's temporary state")
-    if s.then == "abort":
+    if s.then.startswith("abort"):
         # Killed after some operation: the cell knows whether that was past _SUCCESS.
         return Expectation(EITHER if s.point == "operation" else FAIL,
                            _applicable(has, VISIBLE_EARLY, PARTIAL_JOB_COMMIT,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from outcommit import capabilities as caps
 from outcommit.context import JobContext
+from outcommit.testing.faults import FaultInjectingStore, failing_deletes_in
 
 from . import driverproc
 from .engine import (
@@ -245,8 +246,10 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     # and the output must stay what that commit published, whatever comes next.
     own = read_success(env.store, env.store.strip(env.dest)) or {}
     committed = own.get("jobId") == job.job_id and own.get("success") is True
-    if s.then == "abort":
+    if s.then in ("abort", "abort-again"):
         obs.notes.append(f"driver killed {rule.describe()}")
+        if s.then == "abort-again":
+            _abort_failing_in_destination(env, job, obs)
         Engine(env, job, "spark").abort()  # by the operator, from a new process
         if committed:
             expect_output(env, main, engine, env.mode, committed=True)
@@ -263,6 +266,16 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
         return _recover(env, engine, obs, main, env.mode, committed)
     expect_output(env, main, engine, env.mode, committed=False)
     return obs
+
+
+def _abort_failing_in_destination(env: CellEnv, job: JobContext, obs: Observation) -> None:
+    """The operator's first abort, from a new process, where every delete of a file in the
+    destination fails (its temporary areas and ``_SUCCESS`` excepted): what it could not
+    undo, the second abort must find evidence of."""
+    faults = failing_deletes_in(env.store.strip(env.dest))
+    Engine(env, job, "spark", store=FaultInjectingStore(env.store, faults)).abort()
+    fired = sum(f.fired for f in faults)
+    obs.notes.append(f"the first abort's deletes in the destination failed ({fired} refused)")
 
 
 def _recover(env: CellEnv, previous: Engine, obs: Observation, main: Destination, mode: str,

@@ -75,30 +75,49 @@ def delete_state(layout: JobLayout, listed: Future[list[FileInfo]] | None = None
 
 def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_completed: bool,
              sweep_destination: bool = True, own_aborts: bool = True, end: bool = True,
-             listed: Future[list[FileInfo]] | None = None) -> None:
+             listed: Future[list[FileInfo]] | None = None, committed: bool = False) -> None:
     """End the job, abort its uploads (and the destination's orphans), delete its state.
 
     Never raises: it runs on failure paths. ``delete_completed`` (abort after a job
     commit began) also deletes the objects this job completed, proved by their etags,
     unless the commit finished: its ``_SUCCESS`` is written (the driver died cleaning up).
+    A commit that began and was neither finished nor undone — cleanup (not abort), or an
+    abort that failed or could not tell — keeps the job's state: it is the evidence
+    another abort needs (``interrupted_commit_kept``).
+    ``committed``: the engine's own commit point says the job committed (no check).
     ``end=False``: the job was already ended (a committed job: one request less).
     ``listed``: the job directory's files, listed beforehand (:func:`delete_state`).
     """
     layout, log = committer.layout(job), committer.logger(job)
+    kept: list[BaseException | None] = []
     if end:
         _logged(log, "deleting the job markers", lambda: end_job(layout, job))
     if own_aborts:
         def abort_own() -> None:
-            started = (delete_completed and any(layout.meta.exists(layout.commit_started(job, a))
-                                                for a in range(job.attempt + 1))
-                       and not committer.kept_on_abort(job))
-            committer.ops.abort(known_commits(layout, committer.expectations(job)), log,
-                                delete_completed=started)
+            try:
+                began = not committed and any(layout.meta.exists(layout.commit_started(job, a))
+                                              for a in range(job.attempt + 1))
+                interrupted = began and not committer.kept_on_abort(job)
+            except Exception as exc:  # cannot tell whether it finished: keep the evidence
+                kept.append(exc)
+                interrupted = False
+            if interrupted and not delete_completed:
+                kept.append(None)  # cleanup never undoes a commit
+            try:
+                committer.ops.abort(known_commits(layout, committer.expectations(job)), log,
+                                    delete_completed=interrupted and delete_completed)
+            except Exception as exc:
+                if interrupted:
+                    kept.append(exc)
+                raise
         _logged(log, "aborting the job's own uploads", abort_own)
     if sweep_destination and committer.abort_pending:
         _logged(log, f"aborting pending uploads under {committer.destination}",
                 lambda: committer.sweep(job))
-    _logged(log, "deleting the job directory", lambda: delete_state(layout, listed))
+    if kept:
+        committer.interrupted_commit_kept(job, layout.meta.url(layout.root), kept[0])
+    else:
+        _logged(log, "deleting the job directory", lambda: delete_state(layout, listed))
     # Local staging data goes even when the store is unreachable.
     _logged(log, "deleting the job's local directory", lambda: committer.cleanup_local(job))
 

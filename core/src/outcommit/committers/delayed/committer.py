@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.committer import Committer
+from outcommit.committer import Committer, attempts_in
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
@@ -377,6 +377,15 @@ class DelayedCompletionCommitter(Committer):
 
     def cleanup_job(self, job: JobContext) -> None:
         cleanup.teardown(self, job, delete_completed=False)
+
+    def cleanup_committed_job(self, job: JobContext) -> None:
+        cleanup.teardown(self, job, delete_completed=False, committed=True)
+
+    def leftover_jobs(self) -> dict[str, list[int]]:
+        parent = self.layout(JobContext(self.destination)).root.rpartition("/")[0]
+        return {child.name[len(self.job_dir_prefix):]: attempts_in(self.meta, child.path)
+                for child in self.meta.list_dir(parent)
+                if child.is_dir and child.name.startswith(self.job_dir_prefix)}
 
     def cleanup_local(self, job: JobContext) -> None:
         """Remove local state of the job (staging directories)."""

@@ -80,7 +80,12 @@ class CommitOperations:
     def abort(self, commits: Iterable[PendingCommit], log: Logger,
               delete_completed: bool = False) -> int:
         """Abort uploads (contained ones only); with ``delete_completed``, also delete the
-        objects this job completed (proved by the parts' etag). Returns how many were aborted."""
+        objects this job completed (proved by the parts' etag). Returns how many were aborted.
+
+        A failure is logged and the others go on; with ``delete_completed`` (undoing a
+        job commit) failures then raise :class:`CommitError`: a completed file may still
+        be visible, and whoever called must keep the evidence of it.
+        """
         def abort(commit: PendingCommit) -> bool:
             if self.mp.abort(commit.path, commit.upload_id):
                 return True
@@ -88,13 +93,18 @@ class CommitOperations:
                 self.store.delete(commit.path)
             return False
 
-        aborted = 0
+        aborted, failed = 0, []
         contained = (c for c in commits if is_inside(c.path, self.dest))
         for outcome in outcomes(abort, contained, self.threads, "outcommit-abort"):
             if outcome.error is not None:
                 log.warning("could not abort upload %s to %s: %s", outcome.item.upload_id,
                             self.store.url(outcome.item.path), outcome.error)
+                failed.append(outcome)
             aborted += bool(outcome.result)
+        if delete_completed and failed:
+            raise CommitError(f"{len(failed)} uploads could not be aborted or their completed "
+                              f"files deleted, e.g. {self.store.url(failed[0].item.path)}: "
+                              f"{failed[0].error}") from failed[0].error
         return aborted
 
     def is_completed(self, commit: PendingCommit) -> bool:

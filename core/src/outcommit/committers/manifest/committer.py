@@ -239,7 +239,7 @@ class ManifestCommitter(JobDirectoryCommitter):
             raise self.failed_commit(job, exc, started, [self.store.url(f.dest) for f in files],
                                      dict(stats.counts)) from exc
         with stats.stage("cleanup"):
-            self.cleanup_job(job)
+            self.end_job_and_delete_state(job)
         log.info("committed job: %d files from %d tasks", len(files), tasks)
         return summary
 
