@@ -329,3 +329,22 @@ def test_success_iostatistics_count_this_jobs_s3_requests(config, s3_root):
     assert "object_multipart_initiated" not in counters          # the tasks' requests, not the job's
     store = outcommit.open_store(url, config)
     assert load_success(store, f"{store.strip(url)}/_SUCCESS").iostatistics["counters"] == counters
+
+
+@pytest.mark.parametrize("name", COMMITTERS)
+def test_a_refused_job_commit_leaves_no_commit_record(name, config, s3_root):
+    """Job commit creates its record beside the job check (one round trip). A call the
+    check refuses (the job was aborted) deletes the record it created: a record left
+    behind would tell a later call that a commit began, to be resumed."""
+    url = f"{s3_root}/refused"
+    committer, job = start(url, config, name)
+    messages = [run_task(committer, job, 0, {"a.bin": b"a"})]
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    assert leftovers(store, dest) == []
+    with pytest.raises(outcommit.JobCommitError, match="not active"):
+        outcommit.create_committer(url, config, name).commit_job(job, messages)
+    assert leftovers(store, dest) == [] and visible_files(store, dest) == {}
+    assert [f.name for f in store.list_dir(dest) if f.name.startswith("__")] == []

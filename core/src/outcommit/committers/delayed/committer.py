@@ -12,10 +12,11 @@ job's state.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
@@ -135,15 +136,37 @@ class DelayedCompletionCommitter(Committer):
             raise error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
                         "it was never set up, or it has already been committed or aborted")
 
-    def _committed_before(self, job: JobContext) -> tuple[SuccessData | None, bool]:
+    def _committed_before(self, job: JobContext, refused: BaseException | None,
+                          loading: Future[tuple[JobCommits, bool]]) -> tuple[SuccessData | None, bool]:
         """:meth:`committed_before`, where job commit may also go on after an interrupted
         one ended the job for its writers (its record says it began, no ``_SUCCESS`` that
         it finished: a finished commit must never run again, ``replace`` first).
-        Returns (the earlier report, or None; whether this call resumes such a commit)."""
+
+        ``refused``: the job check's refusal (or its failure), made beside ``loading``
+        (the pendingsets, then the commit record: whether this call created it). A record
+        a refused call created is deleted again, before anything else: only a record that
+        was there before says a commit began. Returns (the earlier report, or None; whether this
+        call resumes such a commit)."""
+        created = loading.exception() is None and loading.result()[1]
+        record = self.layout(job).commit_started(job)
+        if refused is not None and created:
+            try:
+                self.meta.delete(record)
+            except Exception:
+                self.logger(job).warning("could not delete %s, made beside a refused job check",
+                                         self.meta.url(record), exc_info=True)
+        if refused is not None and not isinstance(refused, JobCommitError):
+            raise refused  # the check itself failed (the store): as it would alone
+
+        def check() -> None:
+            if refused is not None:
+                raise refused
         try:
-            return self.committed_before(job, lambda: self.require_job(job, JobCommitError)), False
+            return self.committed_before(job, check), False
         except JobCommitError:
-            if not self.meta.exists(self.layout(job).commit_started(job)):
+            there_before = (not created if loading.exception() is None
+                            else self.meta.exists(record))
+            if not there_before:
                 raise
             return None, True
 
@@ -249,9 +272,6 @@ class DelayedCompletionCommitter(Committer):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
         log = self.logger(job)
-        done, resumed = self._committed_before(job)
-        if done is not None:
-            return done
         layout, expect = self.layout(job), self.expectations(job)
         commits: JobCommits | None = None
 
@@ -261,12 +281,33 @@ class DelayedCompletionCommitter(Committer):
             except ValueError as exc:
                 raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
 
-        try:
+        def load_and_record() -> tuple[JobCommits, bool]:
             # Validated in full before anything is acted on; held compressed, streamed after.
-            commits = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
-                       if messages is not None
-                       else pendingsets.discover(layout, job, expect, self.threads, check_parts))
-            self.meta.save_json(layout.commit_started(job), {"jobId": job.job_id, "started": time.time()})
+            loaded = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
+                      if messages is not None
+                      else pendingsets.discover(layout, job, expect, self.threads, check_parts))
+            record = json.dumps({"jobId": job.job_id, "started": time.time()}).encode()
+            try:
+                self.meta.create_exclusive(layout.commit_started(job), record)
+            except FileExistsError:  # an earlier call began this commit
+                return loaded, False
+            return loaded, True
+
+        # The job check runs beside the pendingsets' loading and the commit record's
+        # creation: one round trip before the first completion, not two.
+        with ThreadPoolExecutor(1, thread_name_prefix="outcommit-record") as beside:
+            loading = beside.submit(load_and_record)
+            refused: BaseException | None = None
+            try:
+                self.require_job(job, JobCommitError)
+            except Exception as exc:
+                refused = exc
+            wait([loading])
+        done, resumed = self._committed_before(job, refused, loading)
+        if done is not None:
+            return done
+        try:
+            commits = loading.result()[0]
             if resumed and self.conflict_mode != "append" and not self.ops.any_pending(commits):
                 # Every upload is complete: the commit resumed got past its completions, so
                 # its conflict handling ran, and running it again ('replace') would delete
