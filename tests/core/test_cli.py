@@ -144,9 +144,9 @@ def test_jobs_lists_and_aborts_what_a_failed_abort_kept(tmp_path, capsys) -> Non
 
     assert main(["jobs", "list", dest, "--committer", "v1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [
-        {"jobId": job.job_id, "attempts": [0], "committer": "v1"}]
+        {"jobId": job.job_id, "attempts": [0], "status": "abort-kept", "committer": "v1"}]
     assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1"]) == 1
-    assert "add --force" in capsys.readouterr().out
+    assert "--force to abort it" in capsys.readouterr().out
     assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
     assert main(["jobs", "abort", dest, "no-such-job", "--committer", "v1"]) == 2
     assert "nothing to abort" in capsys.readouterr().err
@@ -155,3 +155,66 @@ def test_jobs_lists_and_aborts_what_a_failed_abort_kept(tmp_path, capsys) -> Non
     assert visible_files(inner, inner.strip(dest)) == {}
     assert main(["jobs", "list", dest, "--committer", "v1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def _v1_job(dest: str, name: str, store=None):  # type: ignore[no-untyped-def]
+    """A v1 job with one task writing ``name``, set up and its task committed."""
+    import outcommit
+    from outcommit import JobContext
+
+    committer = outcommit.create_committer(dest, committer="v1", store=store)
+    job = JobContext(dest, config=committer.config)
+    committer.setup_job(job)
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    committer.filesystem(task).pipe_file(f"{committer.work_path(task)}/{name}", name.encode())
+    return committer, job, [committer.commit_task(task)]
+
+
+def test_jobs_abort_refuses_a_job_whose_commit_may_have_finished(tmp_path, capsys) -> None:
+    """Job A committed, but its driver died deleting its state; then job B committed into
+    the same destination, its _SUCCESS replacing A's. Nothing tells A's finished commit
+    from an interrupted one, so 'jobs abort' refuses (its abort would delete a.txt) unless
+    told --interrupted; a live job likewise."""
+    import outcommit
+    from outcommit.committer import JOB_MARKER
+    from outcommit.testing.conformance import visible_files
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    dest = f"file://{tmp_path}/out"
+    inner = outcommit.open_store(dest)
+    dying = FaultInjectingStore(inner, [Fault(  # the job ended (its marker went), then it died
+        "delete", path_contains="_temporary", times=-1,
+        predicate=lambda _op, args: not str(args[0]).endswith(JOB_MARKER))])
+    _, job_a, messages = _v1_job(dest, "a.txt")
+    outcommit.create_committer(dest, committer="v1", store=dying).commit_job(job_a, messages)
+    b, job_b, messages = _v1_job(dest, "b.txt")
+    b.commit_job(job_b, messages)
+    live, job_live, _ = _v1_job(dest, "c.txt")
+    assert main(["jobs", "list", dest, "--committer", "v1", "--json"]) == 0
+    statuses = {row["jobId"]: row["status"] for row in json.loads(capsys.readouterr().out)}
+    assert statuses == {job_a.job_id: "commit-began", job_live.job_id: "live"}
+    for job in (job_a, job_live):
+        assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1", "--force"]) == 2
+        assert "--interrupted" in capsys.readouterr().err
+    assert visible_files(inner, inner.strip(dest)) == {"a.txt": b"a.txt", "b.txt": b"b.txt"}
+    assert main(["jobs", "abort", dest, job_live.job_id, "--committer", "v1", "--force",
+                 "--interrupted"]) == 0
+    assert list(live.leftover_jobs()) == [job_a.job_id]
+
+
+def test_jobs_abort_of_a_committed_job_keeps_its_output(tmp_path, capsys) -> None:
+    import outcommit
+    from outcommit.testing.conformance import visible_files
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    dest = f"file://{tmp_path}/out"
+    inner = outcommit.open_store(dest)
+    dying = FaultInjectingStore(inner, [Fault("delete", path_contains="_temporary", times=-1)])
+    _, job, messages = _v1_job(dest, "a.txt")
+    outcommit.create_committer(dest, committer="v1", store=dying).commit_job(job, messages)
+    assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1"]) == 1
+    assert "(committed)" in capsys.readouterr().out
+    assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1", "--force"]) == 0
+    assert visible_files(inner, inner.strip(dest)) == {"a.txt": b"a.txt"}
+    assert outcommit.create_committer(dest, committer="v1").leftover_jobs() == {}

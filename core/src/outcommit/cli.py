@@ -224,6 +224,20 @@ def cmd_uploads(args: argparse.Namespace) -> int:
     return 0 if all(r["error"] is None for r in results) else 1
 
 
+#: What ``outcommit jobs abort`` does per job status, and whether it needs --interrupted.
+JOB_ABORTS = {
+    "committed": ("its _SUCCESS says it committed: only its temporary state is deleted", False),
+    "abort-kept": ("an abort could not undo its commit: the files that commit published, "
+                   "proved by its state, are deleted, then the state", False),
+    "not-committed": ("its commit never began: its pending uploads and state are deleted", False),
+    "live": ("its markers say it is running: its driver may still commit it", True),
+    "commit-began": ("its commit began, and nothing says whether it finished (another job's "
+                     "_SUCCESS may hide its own, or _SUCCESS is disabled) or was aborted: "
+                     "the files it published would be deleted", True),
+    "unknown": ("its committer cannot tell its status", True),
+}
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     from .context import JobContext
     from .factory import create_committer
@@ -231,13 +245,15 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     committer = create_committer(args.url, _config(args.conf), args.committer)
     jobs = committer.leftover_jobs()
     if args.action == "list":
+        rows = [{"jobId": job_id, "attempts": attempts, "status": committer.job_status(job_id, attempts),
+                 "committer": committer.name} for job_id, attempts in sorted(jobs.items())]
         if args.json:
-            print(json.dumps([{"jobId": job_id, "attempts": attempts, "committer": committer.name}
-                              for job_id, attempts in sorted(jobs.items())], indent=2))
+            print(json.dumps(rows, indent=2))
         else:
-            for job_id, attempts in sorted(jobs.items()):
-                print(f"{job_id}\tattempts {','.join(map(str, attempts)) or '-'}\t{committer.name}")
-            print(f"{len(jobs)} job(s) of {committer.name} with temporary state under {args.url}",
+            for row in rows:
+                listed = ",".join(map(str, row["attempts"])) or "none"
+                print(f"{row['jobId']}\tattempts {listed}\t{row['status']}\t{committer.name}")
+            print(f"{len(rows)} job(s) of {committer.name} with temporary state under {args.url}",
                   file=sys.stderr)
         return 0
     if args.job_id is None:
@@ -245,21 +261,26 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if args.job_id not in jobs:
         raise OutcommitError(f"no temporary state of job {args.job_id} ({committer.name}) under "
                              f"{args.url}: nothing to abort (another committer? --committer)")
-    job = JobContext(args.url, job_id=args.job_id, attempt=max(jobs[args.job_id], default=0),
-                     config=committer.config)
+    attempts = jobs[args.job_id]
+    status = committer.job_status(args.job_id, attempts)
+    what, risky = JOB_ABORTS.get(status, JOB_ABORTS["unknown"])
+    if risky and not args.interrupted:
+        raise OutcommitError(f"job {args.job_id} is {status}: {what}. Add --interrupted only if "
+                             "you know its driver is gone and its commit never finished")
     if not args.force:
-        print(f"would abort job {job.job_id} (attempts {','.join(map(str, jobs[job.job_id]))}) "
-              f"of {committer.name} at {args.url}: files an interrupted job commit published "
-              "are removed, unless its _SUCCESS says it finished; add --force to abort it")
+        print(f"would abort job {args.job_id} of {committer.name} at {args.url} ({status}): {what}; "
+              "pending uploads under the destination that no live job owns are aborted too. "
+              "Add --force to abort it")
         return 1
+    job = JobContext(args.url, job_id=args.job_id, attempt=max(attempts, default=0),
+                     config=committer.config)
     committer.abort_job(job)
     committer.cleanup_job(job)
-    left = committer.leftover_jobs().get(job.job_id)
-    if left is not None:
+    if job.job_id in committer.leftover_jobs():
         print(f"job {job.job_id}: the abort could not finish (see the log above); its temporary "
               "state stays: run this again", file=sys.stderr)
         return 1
-    print(f"aborted job {job.job_id} at {args.url}")
+    print(f"aborted job {job.job_id} at {args.url} ({status})")
     return 0
 
 
@@ -305,7 +326,8 @@ EXAMPLES = {
                "  outcommit uploads check s3://bucket/events/     # exit 1 while any is pending\n"
                "  outcommit uploads abort s3://bucket/events/ --older-than 24h --force",
     "jobs": "  outcommit jobs list s3://bucket/events --committer magic\n"
-            "  outcommit jobs abort s3://bucket/events 5c0e0b9e-7d2a-4f4e-9a53-0f8ad1b9e3c1 --force",
+            "  outcommit jobs abort s3://bucket/events 5c0e0b9e-7d2a-4f4e-9a53-0f8ad1b9e3c1 "
+            "--committer magic --force",
 }
 
 
@@ -368,6 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--committer", help="the job's committer (default: the destination's, as a "
                                        "job would pick it with the same --conf)")
     p.add_argument("--force", action="store_true", help="really abort (default: show what would be)")
+    p.add_argument("--interrupted", action="store_true",
+                   help="also abort a job that looks live, or whose commit began with no evidence "
+                        "that it finished: its driver is gone and its commit never finished")
     _conf_option(p)
     p.set_defaults(func=cmd_jobs)
 

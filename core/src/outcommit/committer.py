@@ -27,6 +27,8 @@ from .success import SUCCESS_FILE, SuccessData, load_success
 log = logging.getLogger(__name__)
 
 TEMPORARY_DIR = "_temporary"
+#: Written into a job's state by an abort that could not undo its commit (and kept it).
+ABORT_NOTE = "_abort-kept.json"
 THREADS_KEY = "outcommit.committer.threads"
 CONFLICT_MODES = ("fail", "append", "replace")
 
@@ -283,17 +285,37 @@ class Committer:
         return True
 
     def interrupted_commit_kept(self, job: JobContext, state: str,
-                                error: BaseException | None = None) -> None:
+                                error: BaseException | None = None,
+                                note: tuple[Store, str] | None = None) -> None:
         """Abort or cleanup met a job commit that began and was neither finished (no
         ``_SUCCESS`` of the job) nor undone: the job's state, the only evidence of what
         that commit published, stays at ``state`` (a URL), so that aborting the job again
-        removes those files. Deleting it would leave them visible for good."""
+        removes those files. Deleting it would leave them visible for good.
+
+        ``note``: (store, path) of the abort's note (:data:`ABORT_NOTE`), written by an
+        abort: the job was aborted, so its commit may never be resumed, and ``outcommit
+        jobs abort`` may act on it without ``--interrupted``.
+        """
+        if note is not None:
+            store, path = note
+            try:
+                store.save_json(path, {"jobId": job.job_id, "destination": self.destination,
+                                       "committer": self.name, "time": time.time(),
+                                       "reason": f"{type(error).__name__}: {error}" if error else ""})
+            except Exception:
+                self.logger(job).warning("could not save %s", store.url(path), exc_info=True)
         because = f" ({type(error).__name__}: {error})" if error is not None else ""
         self.logger(job).error(
             "the interrupted job commit into %s was not undone%s: files it published may be "
             "visible. The job's state stays at %s: abort job %s again ('outcommit jobs abort %s "
-            "%s --committer %s --force') to remove them", self.destination, because, state,
-            job.job_id, self.destination, job.job_id, self.name)
+            "%s --committer %s --force', with the job's --conf settings) to remove them",
+            self.destination, because, state, job.job_id, self.destination, job.job_id, self.name)
+
+    def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
+        """What the state of job ``job_id`` says (``outcommit jobs``): ``committed`` (its
+        ``_SUCCESS``), ``abort-kept`` (an abort could not finish), ``live`` (its markers),
+        ``commit-began`` (no evidence that it finished or was aborted), ``not-committed``."""
+        return "unknown"
 
     def committed_before(self, job: JobContext, require: Callable[[], object],
                          later_attempts: bool = True) -> SuccessData | None:
@@ -326,7 +348,7 @@ class Committer:
         done = self.own_success(job)
         if done is not None:
             self.logger(job).info("job already committed: returning its _SUCCESS report")
-            self.cleanup_job(job)
+            self.cleanup_committed_job(job)
         return done
 
     def summary_report_dir(self) -> str | None:
@@ -375,7 +397,8 @@ JOB_MARKER = "_job.json"
 
 def attempts_in(store: Store, job_dir: str) -> list[int]:
     """The job attempt numbers whose directories are in ``job_dir`` ('0', '00', '1'...)."""
-    return sorted(int(c.name) for c in store.list_dir(job_dir) if c.is_dir and c.name.isdigit())
+    return sorted(int(c.name) for c in store.list_dir(job_dir)
+                  if c.is_dir and c.name.isascii() and c.name.isdigit())
 
 
 class JobDirectoryCommitter(Committer):
@@ -459,6 +482,17 @@ class JobDirectoryCommitter(Committer):
 
     def cleanup_committed_job(self, job: JobContext) -> None:
         self.end_job_and_delete_state(job)
+
+    def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
+        job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
+        job_dir = self.job_dir(job_id)
+        if self.own_success(job) is not None:
+            return "committed"
+        if self.store.exists(self.store.join(job_dir, ABORT_NOTE)):
+            return "abort-kept"
+        if any(self.store.exists(self.job_marker(job, a)) for a in attempts):
+            return "live"
+        return "commit-began" if journal.exists(self.store, job_dir) else "not-committed"
 
     def leftover_jobs(self) -> dict[str, list[int]]:
         root = self.store.join(self.dest, TEMPORARY_DIR)
@@ -544,7 +578,8 @@ class JobDirectoryCommitter(Committer):
                                          "published to %s", removed, self.destination)
         except Exception as exc:
             self.end_job(job)
-            self.interrupted_commit_kept(job, self.store.url(self.job_dir(job.job_id)), exc)
+            self.interrupted_commit_kept(job, self.store.url(self.job_dir(job.job_id)), exc,
+                                        (self.store, self.store.join(self.job_dir(job.job_id), ABORT_NOTE)))
             return
         self.end_job_and_delete_state(job)
 

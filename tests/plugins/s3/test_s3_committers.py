@@ -348,3 +348,71 @@ def test_a_refused_job_commit_leaves_no_commit_record(name, config, s3_root):
         outcommit.create_committer(url, config, name).commit_job(job, messages)
     assert leftovers(store, dest) == [] and visible_files(store, dest) == {}
     assert [f.name for f in store.list_dir(dest) if f.name.startswith("__")] == []
+
+
+def test_a_commit_record_whose_create_response_was_lost_is_still_this_calls(config, s3_root):
+    """The record's exclusive create took effect and its answer was lost (the retry then
+    meets it as existing): the call knows it by its own nonce, so a refused call (the job
+    was aborted) still deletes it and never takes it for an earlier commit to resume —
+    which, by discovery, would have committed an aborted job with no files."""
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/lost-record"
+    committer, job = start(url, config, "magic")
+    run_task(committer, job, 0, {"a.bin": b"a"})
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    store = outcommit.open_store(url, config)
+    lossy = FaultInjectingStore(store, [Fault("create_exclusive", path_contains="_commit-started",
+                                              when="after", error=FileExistsError)])
+    with pytest.raises(outcommit.JobCommitError, match="not active"):
+        outcommit.create_committer(url, config, "magic", store=lossy).commit_job(job)
+    assert lossy.faults[0].fired == 1
+    dest = store.strip(url)
+    assert leftovers(store, dest) == [] and visible_files(store, dest) == {}
+
+
+def test_an_aborted_job_whose_state_was_kept_is_never_committed(config, s3_root):
+    """The abort could not delete what the commit published, so it kept the job's state
+    (and its note). A later commit_job must not take that state for an interrupted commit
+    to resume: the job was aborted. The next abort removes everything."""
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.faults import Fault, FaultInjectingStore, failing_deletes_in
+
+    url = f"{s3_root}/aborted-kept"
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    no_success = FaultInjectingStore(store, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    committer, job = start(url, config, "magic", store=no_success)
+    messages = [run_task(committer, job, 0, {"a.bin": b"a"})]
+    with pytest.raises(outcommit.JobCommitError):
+        committer.commit_job(job, messages)
+    refusing = FaultInjectingStore(store, failing_deletes_in(dest))
+    outcommit.create_committer(url, config, "magic", store=refusing).abort_job(job)
+    assert visible_files(store, dest) == {"a.bin": b"a"}
+    again = outcommit.create_committer(url, config, "magic")
+    assert again.job_status(job.job_id, [0]) == "abort-kept"
+    with pytest.raises(outcommit.JobCommitError, match="was aborted"):
+        again.commit_job(job, messages)
+    assert not store.exists(f"{dest}/{SUCCESS_FILE}")
+    again.abort_job(job)
+    again.cleanup_job(job)
+    assert visible_files(store, dest) == {} and leftovers(store, dest) == []
+
+
+def test_jobs_of_a_shared_staging_directory_are_listed_per_destination(s3_config, s3_root, tmp_path):
+    """With a staging directory shared by destinations, a destination's 'jobs' are only
+    those whose state names it: 'outcommit jobs abort' never reaches another's."""
+    shared = {**s3_config, "outcommit.s3.staging.shared-dir": f"file://{tmp_path}/shared"}
+    a, job_a = start(f"{s3_root}/shared-a", shared, "directory")
+    b, job_b = start(f"{s3_root}/shared-b", shared, "directory")
+    run_task(b, job_b, 0, {"b.bin": b"b"})
+    assert list(a.leftover_jobs()) == [job_a.job_id]
+    assert list(b.leftover_jobs()) == [job_b.job_id]
+    assert cli_main(["jobs", "abort", f"{s3_root}/shared-a", job_b.job_id, "--committer", "directory",
+                     "--force", "--interrupted"]
+                    + [arg for k, v in shared.items() for arg in ("--conf", f"{k}={v}")]) == 2
+    b.abort_job(job_b)
+    b.cleanup_job(job_b)
+    a.abort_job(job_a)
+    a.cleanup_job(job_a)

@@ -14,6 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from outcommit import capabilities as caps
+from outcommit.committer import ABORT_NOTE
 from outcommit.context import JobContext
 from outcommit.store import FileInfo, Store
 
@@ -115,7 +116,8 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
         _logged(log, f"aborting pending uploads under {committer.destination}",
                 lambda: committer.sweep(job))
     if kept:
-        committer.interrupted_commit_kept(job, layout.meta.url(layout.root), kept[0])
+        note = (layout.meta, layout.meta.join(layout.root, ABORT_NOTE)) if delete_completed else None
+        committer.interrupted_commit_kept(job, layout.meta.url(layout.root), kept[0], note)
     else:
         _logged(log, "deleting the job directory", lambda: delete_state(layout, listed))
     # Local staging data goes even when the store is unreachable.

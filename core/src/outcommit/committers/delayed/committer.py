@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -21,7 +22,7 @@ from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.committer import Committer, attempts_in
+from outcommit.committer import ABORT_NOTE, Committer, attempts_in
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
@@ -40,7 +41,7 @@ from outcommit.success import SuccessData
 from . import claims, cleanup, conflicts, pendingsets
 from . import sweep as sweeping
 from .files import Expectations, PendingCommit, PendingSet, digest
-from .layout import RESERVED, JobLayout
+from .layout import COMMIT_STARTED, JOB_MARKER, RESERVED, JobLayout
 from .operations import CommitOperations, abortable_commits
 from .pendingsets import JobCommits
 from .sweep import Sweep
@@ -163,11 +164,15 @@ class DelayedCompletionCommitter(Committer):
                 raise refused
         try:
             return self.committed_before(job, check), False
-        except JobCommitError:
+        except JobCommitError as refusal:
             there_before = (not created if loading.exception() is None
                             else self.meta.exists(record))
             if not there_before:
                 raise
+            note = self.meta.join(self.layout(job).root, ABORT_NOTE)
+            if self.meta.exists(note):  # an abort ended the job; it kept the state as evidence
+                raise JobCommitError(f"{refusal}: the job was aborted ({self.meta.url(note)}): "
+                                     "its commit is never resumed") from None
             return None, True
 
     # -- task commit --------------------------------------------------------------------------------
@@ -286,11 +291,16 @@ class DelayedCompletionCommitter(Committer):
             loaded = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
                       if messages is not None
                       else pendingsets.discover(layout, job, expect, self.threads, check_parts))
-            record = json.dumps({"jobId": job.job_id, "started": time.time()}).encode()
+            # The call's own nonce: a create whose response was lost (retried, then
+            # refused as existing) is still this call's.
+            nonce = uuid.uuid4().hex
+            record = {"jobId": job.job_id, "destination": self.destination, "started": time.time(),
+                      "call": nonce}
             try:
-                self.meta.create_exclusive(layout.commit_started(job), record)
-            except FileExistsError:  # an earlier call began this commit
-                return loaded, False
+                self.meta.create_exclusive(layout.commit_started(job), json.dumps(record).encode())
+            except FileExistsError:  # an earlier call began this commit, unless it was this one
+                there = self.meta.load_json(layout.commit_started(job))
+                return loaded, isinstance(there, dict) and there.get("call") == nonce
             return loaded, True
 
         # The job check runs beside the pendingsets' loading and the commit record's
@@ -424,9 +434,39 @@ class DelayedCompletionCommitter(Committer):
 
     def leftover_jobs(self) -> dict[str, list[int]]:
         parent = self.layout(JobContext(self.destination)).root.rpartition("/")[0]
-        return {child.name[len(self.job_dir_prefix):]: attempts_in(self.meta, child.path)
-                for child in self.meta.list_dir(parent)
-                if child.is_dir and child.name.startswith(self.job_dir_prefix)}
+        found = {child.name[len(self.job_dir_prefix):]: attempts_in(self.meta, child.path)
+                 for child in self.meta.list_dir(parent)
+                 if child.is_dir and child.name.startswith(self.job_dir_prefix)}
+        if parent == self.dest:
+            return found
+        # A directory shared by destinations: only the jobs whose state names this one.
+        return {job_id: attempts for job_id, attempts in found.items()
+                if self._state_destination(job_id) == self.destination}
+
+    def _state_destination(self, job_id: str) -> str | None:
+        """The destination the job's markers, record or abort note name (None: none says)."""
+        root = self.layout(JobContext(self.destination, job_id=job_id)).root
+        for info in self.meta.list_files(root):
+            if info.path.rpartition("/")[2] in (JOB_MARKER, COMMIT_STARTED, ABORT_NOTE):
+                try:
+                    data = self.meta.load_json(info.path)
+                except (OSError, CorruptFileError):
+                    continue
+                if isinstance(data, dict) and isinstance(data.get("destination"), str):
+                    return str(data["destination"])
+        return None
+
+    def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
+        job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
+        layout = self.layout(job)
+        if self.own_success(job) is not None:
+            return "committed"
+        if self.meta.exists(self.meta.join(layout.root, ABORT_NOTE)):
+            return "abort-kept"
+        if any(self.meta.exists(layout.marker(job, a)) for a in attempts):
+            return "live"
+        began = any(self.meta.exists(layout.commit_started(job, a)) for a in attempts)
+        return "commit-began" if began else "not-committed"
 
     def cleanup_local(self, job: JobContext) -> None:
         """Remove local state of the job (staging directories)."""
