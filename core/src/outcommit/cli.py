@@ -278,7 +278,9 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     committer.cleanup_job(job)
     if job.job_id in committer.leftover_jobs():
         print(f"job {job.job_id}: the abort could not finish (see the log above); its temporary "
-              "state stays: run this again", file=sys.stderr)
+              "state stays: run this again once the cause is fixed (a corrupt journal or record "
+              "never heals: inspect it, then remove the files it names and the state by hand)",
+              file=sys.stderr)
         return 1
     print(f"aborted job {job.job_id} at {args.url} ({status})")
     return 0
