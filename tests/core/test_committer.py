@@ -122,3 +122,24 @@ def test_cleanup_of_a_job_an_engine_committed_deletes_its_state(dest: str) -> No
     committer.cleanup_committed_job(job)
     assert committer.leftover_jobs() == {}
     assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
+
+
+def test_a_later_attempt_set_up_after_a_kept_abort_is_live(dest: str) -> None:
+    """An abort kept the job's state (and its note); then a new attempt of the job was set
+    up. The job is live again: 'outcommit jobs abort' must not take it for the kept abort."""
+    from outcommit.testing.faults import failing_deletes_in
+
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, "v1", store=no_success)
+    refusing = FaultInjectingStore(inner, failing_deletes_in(inner.strip(dest)))
+    first = outcommit.create_committer(dest, {}, "v1", store=refusing)
+    (job_id,) = first.leftover_jobs()
+    job = JobContext(dest, job_id=job_id, config=first.config)
+    first.abort_job(job)
+    assert first.job_status(job_id, [0]) == "abort-kept"
+    later = job.next_attempt()
+    again = outcommit.create_committer(dest, {}, "v1")
+    again.setup_job(later)
+    assert again.job_status(job_id, again.leftover_jobs()[job_id]) == "live"

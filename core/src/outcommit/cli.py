@@ -238,6 +238,14 @@ JOB_ABORTS = {
 }
 
 
+def _status(committer: Any, job_id: str, attempts: list[int]) -> str:
+    try:
+        return str(committer.job_status(job_id, attempts))
+    except Exception as exc:  # the store failed: a job it cannot tell about is not safe to touch
+        logging.getLogger("outcommit.cli").warning("status of job %s: %s", job_id, exc)
+        return "unknown"
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     from .context import JobContext
     from .factory import create_committer
@@ -245,7 +253,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     committer = create_committer(args.url, _config(args.conf), args.committer)
     jobs = committer.leftover_jobs()
     if args.action == "list":
-        rows = [{"jobId": job_id, "attempts": attempts, "status": committer.job_status(job_id, attempts),
+        rows = [{"jobId": job_id, "attempts": attempts, "status": _status(committer, job_id, attempts),
                  "committer": committer.name} for job_id, attempts in sorted(jobs.items())]
         if args.json:
             print(json.dumps(rows, indent=2))
@@ -262,7 +270,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         raise OutcommitError(f"no temporary state of job {args.job_id} ({committer.name}) under "
                              f"{args.url}: nothing to abort (another committer? --committer)")
     attempts = jobs[args.job_id]
-    status = committer.job_status(args.job_id, attempts)
+    status = _status(committer, args.job_id, attempts)
     what, risky = JOB_ABORTS.get(status, JOB_ABORTS["unknown"])
     if risky and not args.interrupted:
         raise OutcommitError(f"job {args.job_id} is {status}: {what}. Add --interrupted only if "
@@ -274,8 +282,11 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         return 1
     job = JobContext(args.url, job_id=args.job_id, attempt=max(attempts, default=0),
                      config=committer.config)
-    committer.abort_job(job)
-    committer.cleanup_job(job)
+    if status == "committed":  # decided above: never roll back, whatever _SUCCESS says now
+        committer.cleanup_committed_job(job)
+    else:
+        committer.abort_job(job)
+        committer.cleanup_job(job)
     if job.job_id in committer.leftover_jobs():
         print(f"job {job.job_id}: the abort could not finish (see the log above); its temporary "
               "state stays: run this again once the cause is fixed (a corrupt journal or record "

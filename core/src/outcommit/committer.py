@@ -299,7 +299,8 @@ class Committer:
         if note is not None:
             store, path = note
             try:
-                store.save_json(path, {"jobId": job.job_id, "destination": self.destination,
+                store.save_json(path, {"jobId": job.job_id, "jobAttempt": job.attempt,
+                                       "destination": self.destination,
                                        "committer": self.name, "time": time.time(),
                                        "reason": f"{type(error).__name__}: {error}" if error else ""})
             except Exception:
@@ -395,6 +396,19 @@ class Committer:
 JOB_MARKER = "_job.json"
 
 
+def aborted_at(store: Store, note: str, job: JobContext) -> bool:
+    """Does the abort note at ``note`` say that this job attempt (or a later one) was
+    aborted? A later attempt set up after it is a new start."""
+    try:
+        data = store.load_json(note)
+    except FileNotFoundError:
+        return False
+    except CorruptFileError:
+        return True
+    attempt = data.get("jobAttempt") if isinstance(data, dict) else None
+    return not isinstance(attempt, int) or attempt >= job.attempt
+
+
 def attempts_in(store: Store, job_dir: str) -> list[int]:
     """The job attempt numbers whose directories are in ``job_dir`` ('0', '00', '1'...)."""
     return sorted(int(c.name) for c in store.list_dir(job_dir)
@@ -488,10 +502,10 @@ class JobDirectoryCommitter(Committer):
         job_dir = self.job_dir(job_id)
         if self.own_success(job) is not None:
             return "committed"
-        if self.store.exists(self.store.join(job_dir, ABORT_NOTE)):
-            return "abort-kept"
         if any(self.store.exists(self.job_marker(job, a)) for a in attempts):
             return "live"
+        if self.store.exists(self.store.join(job_dir, ABORT_NOTE)):
+            return "abort-kept"
         return "commit-began" if journal.exists(self.store, job_dir) else "not-committed"
 
     def leftover_jobs(self) -> dict[str, list[int]]:

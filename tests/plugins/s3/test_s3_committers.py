@@ -416,3 +416,26 @@ def test_jobs_of_a_shared_staging_directory_are_listed_per_destination(s3_config
     b.cleanup_job(job_b)
     a.abort_job(job_a)
     a.cleanup_job(job_a)
+
+
+def test_a_record_a_refused_call_could_not_delete_never_commits_an_aborted_job(config, s3_root):
+    """A refused call (the job was aborted) could not delete the record it created beside
+    the check: the record stays alone. A later commit by discovery must not take it for an
+    interrupted commit: resuming it would commit no file and write a _SUCCESS."""
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/stray-record"
+    committer, job = start(url, config, "magic")
+    run_task(committer, job, 0, {"a.bin": b"a"})
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    store = outcommit.open_store(url, config)
+    stuck = FaultInjectingStore(store, [Fault("delete", path_contains="_commit-started", times=-1)])
+    with pytest.raises(outcommit.JobCommitError, match="not active"):
+        outcommit.create_committer(url, config, "magic", store=stuck).commit_job(job)
+    dest = store.strip(url)
+    assert leftovers(store, dest), "the stray record should have stayed"
+    with pytest.raises(outcommit.JobCommitError, match="no committed task is left"):
+        outcommit.create_committer(url, config, "magic").commit_job(job)
+    assert not store.exists(f"{dest}/{SUCCESS_FILE}") and visible_files(store, dest) == {}

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.committer import ABORT_NOTE, Committer, attempts_in
+from outcommit.committer import ABORT_NOTE, Committer, aborted_at, attempts_in
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
@@ -169,10 +169,14 @@ class DelayedCompletionCommitter(Committer):
                             else self.meta.exists(record))
             if not there_before:
                 raise
-            note = self.meta.join(self.layout(job).root, ABORT_NOTE)
-            if self.meta.exists(note):  # an abort ended the job; it kept the state as evidence
-                raise JobCommitError(f"{refusal}: the job was aborted ({self.meta.url(note)}): "
-                                     "its commit is never resumed") from None
+            if aborted_at(self.meta, self.meta.join(self.layout(job).root, ABORT_NOTE), job):
+                raise JobCommitError(f"{refusal}: the job was aborted (its state was kept as "
+                                     "evidence): its commit is never resumed") from None
+            if loading.exception() is None and loading.result()[0].tasks == 0:
+                # A real interrupted commit keeps its pendingsets until after _SUCCESS; a
+                # record alone is one a refused call could not delete (a job aborted or
+                # finished): resuming it would commit nothing and report success.
+                raise JobCommitError(f"{refusal}: no committed task is left to resume") from None
             return None, True
 
     # -- task commit --------------------------------------------------------------------------------
@@ -440,8 +444,15 @@ class DelayedCompletionCommitter(Committer):
         if parent == self.dest:
             return found
         # A directory shared by destinations: only the jobs whose state names this one.
-        return {job_id: attempts for job_id, attempts in found.items()
-                if self._state_destination(job_id) == self.destination}
+        here = self.store.strip(self.destination).rstrip("/")
+
+        def names_here(job_id: str) -> bool:
+            named = self._state_destination(job_id)
+            try:
+                return named is not None and self.store.strip(named).rstrip("/") == here
+            except Exception:  # another scheme or store: not this destination
+                return False
+        return {job_id: attempts for job_id, attempts in found.items() if names_here(job_id)}
 
     def _state_destination(self, job_id: str) -> str | None:
         """The destination the job's markers, record or abort note name (None: none says)."""
@@ -461,10 +472,10 @@ class DelayedCompletionCommitter(Committer):
         layout = self.layout(job)
         if self.own_success(job) is not None:
             return "committed"
-        if self.meta.exists(self.meta.join(layout.root, ABORT_NOTE)):
-            return "abort-kept"
         if any(self.meta.exists(layout.marker(job, a)) for a in attempts):
             return "live"
+        if self.meta.exists(self.meta.join(layout.root, ABORT_NOTE)):
+            return "abort-kept"
         began = any(self.meta.exists(layout.commit_started(job, a)) for a in attempts)
         return "commit-began" if began else "not-committed"
 
