@@ -284,39 +284,70 @@ class Committer:
                               "output stays, only its temporary state is deleted", self.destination)
         return True
 
-    def interrupted_commit_kept(self, job: JobContext, state: str,
-                                error: BaseException | None = None,
-                                note: tuple[Store, str] | None = None) -> None:
+    def interrupted_commit_kept(self, job: JobContext, error: BaseException | None = None,
+                                aborted: bool = False) -> None:
         """Abort or cleanup met a job commit that began and was neither finished (no
         ``_SUCCESS`` of the job) nor undone: the job's state, the only evidence of what
-        that commit published, stays at ``state`` (a URL), so that aborting the job again
-        removes those files. Deleting it would leave them visible for good.
+        that commit published, stays, so that aborting the job again removes those files.
+        Deleting it would leave them visible for good.
 
-        ``note``: (store, path) of the abort's note (:data:`ABORT_NOTE`), written by an
-        abort: the job was aborted, so its commit may never be resumed, and ``outcommit
-        jobs abort`` may act on it without ``--interrupted``.
+        ``aborted``: an abort kept it, and leaves its note (:data:`ABORT_NOTE`): this job
+        attempt was aborted, so its commit is never resumed, and ``outcommit jobs abort``
+        may act on it without ``--interrupted``.
         """
-        if note is not None:
-            store, path = note
+        evidence = self.job_evidence(job)
+        if aborted and evidence is not None:
             try:
-                store.save_json(path, {"jobId": job.job_id, "jobAttempt": job.attempt,
-                                       "destination": self.destination,
-                                       "committer": self.name, "time": time.time(),
-                                       "reason": f"{type(error).__name__}: {error}" if error else ""})
+                evidence.store.save_json(evidence.note, {
+                    "jobId": job.job_id, "jobAttempt": job.attempt, "destination": self.destination,
+                    "committer": self.name, "time": time.time(),
+                    "reason": f"{type(error).__name__}: {error}" if error else ""})
             except Exception:
-                self.logger(job).warning("could not save %s", store.url(path), exc_info=True)
+                self.logger(job).warning("could not save %s", evidence.store.url(evidence.note),
+                                         exc_info=True)
         because = f" ({type(error).__name__}: {error})" if error is not None else ""
+        state = evidence.store.url(evidence.root) if evidence is not None else "its temporary area"
         self.logger(job).error(
             "the interrupted job commit into %s was not undone%s: files it published may be "
             "visible. The job's state stays at %s: abort job %s again ('outcommit jobs abort %s "
             "%s --committer %s --force', with the job's --conf settings) to remove them",
             self.destination, because, state, job.job_id, self.destination, job.job_id, self.name)
 
+    def job_evidence(self, job: JobContext) -> JobEvidence | None:
+        """Where the job's state says what happened to it (None: this committer keeps none)."""
+        return None
+
+    def aborted(self, job: JobContext) -> bool:
+        """Did an abort keep this job attempt's state (or a later attempt's)? A later attempt
+        set up after it is a new start."""
+        evidence = self.job_evidence(job)
+        if evidence is None:
+            return False
+        try:
+            data = evidence.store.load_json(evidence.note)
+        except FileNotFoundError:
+            return False
+        except CorruptFileError:
+            return True
+        attempt = data.get("jobAttempt") if isinstance(data, dict) else None
+        return not isinstance(attempt, int) or attempt >= job.attempt
+
     def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
-        """What the state of job ``job_id`` says (``outcommit jobs``): ``committed`` (its
-        ``_SUCCESS``), ``abort-kept`` (an abort could not finish), ``live`` (its markers),
-        ``commit-began`` (no evidence that it finished or was aborted), ``not-committed``."""
-        return "unknown"
+        """What the state of job ``job_id`` says (``outcommit jobs``), first match:
+        ``committed`` (its ``_SUCCESS``), ``live`` (its markers), ``abort-kept`` (an abort
+        could not finish), ``commit-began`` (no evidence that it finished or was aborted),
+        ``not-committed``; ``unknown`` where the committer keeps no state."""
+        job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
+        evidence = self.job_evidence(job)
+        if evidence is None:
+            return "unknown"
+        if self.own_success(job) is not None:
+            return "committed"
+        if any(evidence.store.exists(evidence.marker(a)) for a in attempts):
+            return "live"
+        if evidence.store.exists(evidence.note):
+            return "abort-kept"
+        return "commit-began" if evidence.began(attempts) else "not-committed"
 
     def committed_before(self, job: JobContext, require: Callable[[], object],
                          later_attempts: bool = True) -> SuccessData | None:
@@ -396,17 +427,19 @@ class Committer:
 JOB_MARKER = "_job.json"
 
 
-def aborted_at(store: Store, note: str, job: JobContext) -> bool:
-    """Does the abort note at ``note`` say that this job attempt (or a later one) was
-    aborted? A later attempt set up after it is a new start."""
-    try:
-        data = store.load_json(note)
-    except FileNotFoundError:
-        return False
-    except CorruptFileError:
-        return True
-    attempt = data.get("jobAttempt") if isinstance(data, dict) else None
-    return not isinstance(attempt, int) or attempt >= job.attempt
+@dataclass(frozen=True)
+class JobEvidence:
+    """Where a job's state lives and what in it tells its status (``Committer.job_evidence``)."""
+
+    store: Store
+    root: str                                   # the job's directory
+    marker: Callable[[int], str]                # the liveness marker of a job attempt
+    began: Callable[[Sequence[int]], bool]      # did a job commit of these attempts begin?
+
+    @property
+    def note(self) -> str:
+        """The note an abort that kept the state leaves (:data:`ABORT_NOTE`)."""
+        return self.store.join(self.root, ABORT_NOTE)
 
 
 def attempts_in(store: Store, job_dir: str) -> list[int]:
@@ -490,23 +523,17 @@ class JobDirectoryCommitter(Committer):
             interrupted, error = True, exc
         if interrupted:
             self.end_job(job)
-            self.interrupted_commit_kept(job, self.store.url(self.job_dir(job.job_id)), error)
+            self.interrupted_commit_kept(job, error)
             return
         self.end_job_and_delete_state(job)
 
     def cleanup_committed_job(self, job: JobContext) -> None:
         self.end_job_and_delete_state(job)
 
-    def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
-        job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
-        job_dir = self.job_dir(job_id)
-        if self.own_success(job) is not None:
-            return "committed"
-        if any(self.store.exists(self.job_marker(job, a)) for a in attempts):
-            return "live"
-        if self.store.exists(self.store.join(job_dir, ABORT_NOTE)):
-            return "abort-kept"
-        return "commit-began" if journal.exists(self.store, job_dir) else "not-committed"
+    def job_evidence(self, job: JobContext) -> JobEvidence:
+        job_dir = self.job_dir(job.job_id)
+        return JobEvidence(self.store, job_dir, lambda attempt: self.job_marker(job, attempt),
+                           lambda _attempts: journal.exists(self.store, job_dir))
 
     def leftover_jobs(self) -> dict[str, list[int]]:
         root = self.store.join(self.dest, TEMPORARY_DIR)
@@ -592,8 +619,7 @@ class JobDirectoryCommitter(Committer):
                                          "published to %s", removed, self.destination)
         except Exception as exc:
             self.end_job(job)
-            self.interrupted_commit_kept(job, self.store.url(self.job_dir(job.job_id)), exc,
-                                        (self.store, self.store.join(self.job_dir(job.job_id), ABORT_NOTE)))
+            self.interrupted_commit_kept(job, exc, aborted=True)
             return
         self.end_job_and_delete_state(job)
 

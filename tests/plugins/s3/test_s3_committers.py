@@ -350,6 +350,15 @@ def test_a_refused_job_commit_leaves_no_commit_record(name, config, s3_root):
     assert [f.name for f in store.list_dir(dest) if f.name.startswith("__")] == []
 
 
+def _aborted_job(url, config):
+    """A magic job with one committed task, aborted and cleaned up: nothing of it is left."""
+    committer, job = start(url, config, "magic")
+    run_task(committer, job, 0, {"a.bin": b"a"})
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    return job, outcommit.open_store(url, config)
+
+
 def test_a_commit_record_whose_create_response_was_lost_is_still_this_calls(config, s3_root):
     """The record's exclusive create took effect and its answer was lost (the retry then
     meets it as existing): the call knows it by its own nonce, so a refused call (the job
@@ -358,11 +367,7 @@ def test_a_commit_record_whose_create_response_was_lost_is_still_this_calls(conf
     from outcommit.testing.faults import Fault, FaultInjectingStore
 
     url = f"{s3_root}/lost-record"
-    committer, job = start(url, config, "magic")
-    run_task(committer, job, 0, {"a.bin": b"a"})
-    committer.abort_job(job)
-    committer.cleanup_job(job)
-    store = outcommit.open_store(url, config)
+    job, store = _aborted_job(url, config)
     lossy = FaultInjectingStore(store, [Fault("create_exclusive", path_contains="_commit-started",
                                               when="after", error=FileExistsError)])
     with pytest.raises(outcommit.JobCommitError, match="not active"):
@@ -426,11 +431,7 @@ def test_a_record_a_refused_call_could_not_delete_never_commits_an_aborted_job(c
     from outcommit.testing.faults import Fault, FaultInjectingStore
 
     url = f"{s3_root}/stray-record"
-    committer, job = start(url, config, "magic")
-    run_task(committer, job, 0, {"a.bin": b"a"})
-    committer.abort_job(job)
-    committer.cleanup_job(job)
-    store = outcommit.open_store(url, config)
+    job, store = _aborted_job(url, config)
     stuck = FaultInjectingStore(store, [Fault("delete", path_contains="_commit-started", times=-1)])
     with pytest.raises(outcommit.JobCommitError, match="not active"):
         outcommit.create_committer(url, config, "magic", store=stuck).commit_job(job)

@@ -14,7 +14,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from outcommit import capabilities as caps
-from outcommit.committer import ABORT_NOTE
 from outcommit.context import JobContext
 from outcommit.store import FileInfo, Store
 
@@ -96,8 +95,7 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
     if own_aborts:
         def abort_own() -> None:
             try:
-                began = not committed and any(layout.meta.exists(layout.commit_started(job, a))
-                                              for a in range(job.attempt + 1))
+                began = not committed and committer.job_evidence(job).began(range(job.attempt + 1))
                 interrupted = began and not committer.kept_on_abort(job)
             except Exception as exc:  # cannot tell whether it finished: keep the evidence
                 kept.append(exc)
@@ -116,8 +114,7 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
         _logged(log, f"aborting pending uploads under {committer.destination}",
                 lambda: committer.sweep(job))
     if kept:
-        note = (layout.meta, layout.meta.join(layout.root, ABORT_NOTE)) if delete_completed else None
-        committer.interrupted_commit_kept(job, layout.meta.url(layout.root), kept[0], note)
+        committer.interrupted_commit_kept(job, kept[0], aborted=delete_completed)
     else:
         _logged(log, "deleting the job directory", lambda: delete_state(layout, listed))
     # Local staging data goes even when the store is unreachable.

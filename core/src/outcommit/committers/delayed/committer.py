@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.committer import ABORT_NOTE, Committer, aborted_at, attempts_in
+from outcommit.committer import ABORT_NOTE, Committer, JobEvidence, attempts_in
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
@@ -129,8 +129,7 @@ class DelayedCompletionCommitter(Committer):
         mode ``fail`` must let the next attempt recover them (the check at job commit
         still refuses anything that is not the job's).
         """
-        layout = self.layout(job)
-        return any(self.meta.exists(layout.commit_started(job, a)) for a in range(job.attempt))
+        return self.job_evidence(job).began(range(job.attempt))
 
     def require_job(self, job: JobContext, error: type[CommitError]) -> None:
         if not self.meta.exists(self.layout(job).marker(job)):
@@ -169,7 +168,7 @@ class DelayedCompletionCommitter(Committer):
                             else self.meta.exists(record))
             if not there_before:
                 raise
-            if aborted_at(self.meta, self.meta.join(self.layout(job).root, ABORT_NOTE), job):
+            if self.aborted(job):
                 raise JobCommitError(f"{refusal}: the job was aborted (its state was kept as "
                                      "evidence): its commit is never resumed") from None
             if loading.exception() is None and loading.result()[0].tasks == 0:
@@ -467,17 +466,11 @@ class DelayedCompletionCommitter(Committer):
                     return str(data["destination"])
         return None
 
-    def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
-        job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
+    def job_evidence(self, job: JobContext) -> JobEvidence:
         layout = self.layout(job)
-        if self.own_success(job) is not None:
-            return "committed"
-        if any(self.meta.exists(layout.marker(job, a)) for a in attempts):
-            return "live"
-        if self.meta.exists(self.meta.join(layout.root, ABORT_NOTE)):
-            return "abort-kept"
-        began = any(self.meta.exists(layout.commit_started(job, a)) for a in attempts)
-        return "commit-began" if began else "not-committed"
+        return JobEvidence(self.meta, layout.root, lambda attempt: layout.marker(job, attempt),
+                           lambda attempts: any(self.meta.exists(layout.commit_started(job, a))
+                                                for a in attempts))
 
     def cleanup_local(self, job: JobContext) -> None:
         """Remove local state of the job (staging directories)."""
