@@ -143,3 +143,59 @@ def test_a_later_attempt_set_up_after_a_kept_abort_is_live(dest: str) -> None:
     again = outcommit.create_committer(dest, {}, "v1")
     again.setup_job(later)
     assert again.job_status(job_id, again.leftover_jobs()[job_id]) == "live"
+
+
+class _Killed(BaseException):
+    """The process dies here: no handler of the committer's failure paths catches it."""
+
+
+@pytest.mark.parametrize("name", ["v1", "manifest"])
+def test_an_abort_killed_midway_is_never_resumed_as_a_commit(dest: str, name: str) -> None:
+    """A job commit was interrupted (no _SUCCESS); its abort died after deleting one of
+    the files that commit published. A later commit_job of the job must not resume the
+    commit: it would write a _SUCCESS for output the abort already took apart. The job
+    says 'abort-kept', and aborting again removes everything."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, name, store=no_success)
+    dying = FaultInjectingStore(inner, [Fault("delete", path_contains="part-0.txt", when="after",
+                                              error=_Killed)])
+    first = outcommit.create_committer(dest, {}, name, store=dying)
+    (job_id,) = first.leftover_jobs()
+    job = JobContext(dest, job_id=job_id, config=first.config)
+    with pytest.raises(_Killed):
+        first.abort_job(job)
+    again = outcommit.create_committer(dest, {}, name)
+    with pytest.raises(outcommit.JobCommitError, match="was aborted"):
+        again.commit_job(job)
+    assert again.own_success(job) is None
+    again.end_job(job)  # the markers of the killed abort's job: as its driver would have
+    assert again.job_status(job_id, [0]) == "abort-kept"
+    again.abort_job(job)
+    again.cleanup_job(job)
+    assert visible_files(inner, inner.strip(dest)) == {}
+    assert again.leftover_jobs() == {}
+
+
+@pytest.mark.parametrize("name", ["v1", "manifest"])
+def test_an_abort_that_keeps_the_state_is_reported_once(dest: str, name: str,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """An engine calls abort_job, then cleanup_job: when the abort kept the job's state,
+    its error says so once; the cleanup after it does not say it again."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, name, store=no_success)
+    unreadable = FaultInjectingStore(inner, [Fault("load_json", path_contains=SUCCESS_FILE, times=-1,
+                                                   error=OSError)])
+    committer = outcommit.create_committer(dest, {}, name, store=unreadable)
+    (job_id,) = committer.leftover_jobs()
+    job = JobContext(dest, job_id=job_id, config=committer.config)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="outcommit"):
+        committer.abort_job(job)
+        committer.cleanup_job(job)
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "was not undone" in r.getMessage()]
+    assert len(errors) == 1, [r.getMessage() for r in errors]
+    assert list(committer.leftover_jobs()) == [job_id]

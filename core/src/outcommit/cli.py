@@ -227,8 +227,9 @@ def cmd_uploads(args: argparse.Namespace) -> int:
 #: What ``outcommit jobs abort`` does per job status, and whether it needs --interrupted.
 JOB_ABORTS = {
     "committed": ("its _SUCCESS says it committed: only its temporary state is deleted", False),
-    "abort-kept": ("an abort could not undo its commit: the files that commit published, "
-                   "proved by its state, are deleted, then the state", False),
+    "abort-kept": ("an abort of it began and did not finish, or could not undo its commit: "
+                   "the files that commit published, proved by its state, are deleted, then "
+                   "the state", False),
     "not-committed": ("its commit never began: its pending uploads and state are deleted", False),
     "live": ("its markers say it is running: its driver may still commit it", True),
     "commit-began": ("its commit began, and nothing says whether it finished (another job's "

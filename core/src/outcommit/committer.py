@@ -284,6 +284,29 @@ class Committer:
                               "output stays, only its temporary state is deleted", self.destination)
         return True
 
+    def abort_began(self, job: JobContext) -> None:
+        """Start of ``abort_job``, before the job ends: the abort's note (:data:`ABORT_NOTE`)
+        in the job's state. An abort that dies midway (its process killed after the markers
+        went) then still says that this job attempt was aborted, so no later ``commit_job``
+        resumes its commit. The note goes with the state when the abort finishes. Nothing is
+        written for a job that has no state. Never raises: it runs on failure paths."""
+        evidence = self.job_evidence(job)
+        if evidence is None:
+            return
+        try:
+            if evidence.store.exists(evidence.root):
+                self._save_abort_note(job, evidence, kept=False)
+        except Exception:
+            self.logger(job).warning("could not save %s", evidence.store.url(evidence.note),
+                                     exc_info=True)
+
+    def _save_abort_note(self, job: JobContext, evidence: JobEvidence, kept: bool,
+                         error: BaseException | None = None) -> None:
+        evidence.store.save_json(evidence.note, {
+            "jobId": job.job_id, "jobAttempt": job.attempt, "destination": self.destination,
+            "committer": self.name, "time": time.time(), "kept": kept,
+            "reason": f"{type(error).__name__}: {error}" if error else ""})
+
     def interrupted_commit_kept(self, job: JobContext, error: BaseException | None = None,
                                 aborted: bool = False) -> None:
         """Abort or cleanup met a job commit that began and was neither finished (no
@@ -291,22 +314,23 @@ class Committer:
         that commit published, stays, so that aborting the job again removes those files.
         Deleting it would leave them visible for good.
 
-        ``aborted``: an abort kept it, and leaves its note (:data:`ABORT_NOTE`): this job
-        attempt was aborted, so its commit is never resumed, and ``outcommit jobs abort``
-        may act on it without ``--interrupted``.
+        ``aborted``: an abort kept it, and says so in its note (:data:`ABORT_NOTE`): this
+        job attempt was aborted, so its commit is never resumed, and ``outcommit jobs
+        abort`` may act on it without ``--interrupted``. A cleanup after such an abort
+        logs no second error.
         """
         evidence = self.job_evidence(job)
+        state = evidence.store.url(evidence.root) if evidence is not None else "its temporary area"
         if aborted and evidence is not None:
             try:
-                evidence.store.save_json(evidence.note, {
-                    "jobId": job.job_id, "jobAttempt": job.attempt, "destination": self.destination,
-                    "committer": self.name, "time": time.time(),
-                    "reason": f"{type(error).__name__}: {error}" if error else ""})
+                self._save_abort_note(job, evidence, kept=True, error=error)
             except Exception:
                 self.logger(job).warning("could not save %s", evidence.store.url(evidence.note),
                                          exc_info=True)
+        elif not aborted and evidence is not None and self._kept_by_abort(job):
+            self.logger(job).info("the job's state stays at %s, as its abort said", state)
+            return
         because = f" ({type(error).__name__}: {error})" if error is not None else ""
-        state = evidence.store.url(evidence.root) if evidence is not None else "its temporary area"
         self.logger(job).error(
             "the interrupted job commit into %s was not undone%s: files it published may be "
             "visible. The job's state stays at %s: abort job %s again ('outcommit jobs abort %s "
@@ -317,26 +341,52 @@ class Committer:
         """Where the job's state says what happened to it (None: this committer keeps none)."""
         return None
 
-    def aborted(self, job: JobContext) -> bool:
-        """Did an abort keep this job attempt's state (or a later attempt's)? A later attempt
-        set up after it is a new start."""
+    def _abort_note(self, job: JobContext) -> dict[str, Any] | None:
+        """The abort note of this job attempt (or a later one), None when there is none; a
+        note that cannot be parsed counts as one (``{}``). A later attempt set up after it
+        is a new start."""
         evidence = self.job_evidence(job)
         if evidence is None:
-            return False
+            return None
         try:
             data = evidence.store.load_json(evidence.note)
         except FileNotFoundError:
-            return False
+            return None
         except CorruptFileError:
-            return True
-        attempt = data.get("jobAttempt") if isinstance(data, dict) else None
-        return not isinstance(attempt, int) or attempt >= job.attempt
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        attempt = data.get("jobAttempt")
+        return data if not isinstance(attempt, int) or attempt >= job.attempt else None
+
+    def aborted(self, job: JobContext) -> bool:
+        """Did an abort of this job attempt (or of a later one) begin, and either not
+        finish or keep the state?"""
+        return self._abort_note(job) is not None
+
+    def refuse_resume_if_aborted(self, job: JobContext, refusal: str = "") -> None:
+        """A job commit about to resume an interrupted one: refused if an abort of the job
+        began since (its note). That abort may have removed part of what the commit
+        published, or died before undoing it: either way the job failed, and resuming
+        would report a success for output that is not complete."""
+        if self.aborted(job):
+            raise JobCommitError(f"{refusal}job {job.job_id} was aborted (an abort began and "
+                                 "did not finish, or kept its state as evidence): its commit is "
+                                 "never resumed; abort it again to remove its output")
+
+    def _kept_by_abort(self, job: JobContext) -> bool:
+        """Did an abort keep this job's state and log why (its note says so)?"""
+        try:
+            return (self._abort_note(job) or {}).get("kept") is True
+        except Exception:
+            return False
 
     def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
         """What the state of job ``job_id`` says (``outcommit jobs``), first match:
         ``committed`` (its ``_SUCCESS``), ``live`` (its markers), ``abort-kept`` (an abort
-        could not finish), ``commit-began`` (no evidence that it finished or was aborted),
-        ``not-committed``; ``unknown`` where the committer keeps no state."""
+        began and did not finish, or could not undo the commit), ``commit-began`` (no
+        evidence that it finished or was aborted), ``not-committed``; ``unknown`` where the
+        committer keeps no state."""
         job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
         evidence = self.job_evidence(job)
         if evidence is None:
@@ -611,6 +661,7 @@ class JobDirectoryCommitter(Committer):
         ``_SUCCESS`` cannot be read), the job ends but its state stays, for another abort.
         Never raises: it runs on failure paths.
         """
+        self.abort_began(job)
         try:
             published = self.load_journal(job)
             if published is not None and not self.kept_on_abort(job):

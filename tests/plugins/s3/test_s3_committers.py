@@ -440,3 +440,38 @@ def test_a_record_a_refused_call_could_not_delete_never_commits_an_aborted_job(c
     with pytest.raises(outcommit.JobCommitError, match="no committed task is left"):
         outcommit.create_committer(url, config, "magic").commit_job(job)
     assert not store.exists(f"{dest}/{SUCCESS_FILE}") and visible_files(store, dest) == {}
+
+
+class _Killed(BaseException):
+    """The abort's process dies here: nothing after it runs (not an Exception: no handler
+    of the committer's failure paths catches it)."""
+
+
+def test_an_abort_killed_midway_still_stops_a_later_resume(config, s3_root):
+    """The abort dies after ending the job and before aborting its uploads; a refused
+    commit_job then cannot delete the record it created beside its check. A later
+    commit_job must not take that record and the pendingsets left for an interrupted
+    commit to resume: the abort's note, written before the job ended, says the job was
+    aborted. Aborting again removes everything."""
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/killed-abort"
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    committer, job = start(url, config, "magic")
+    messages = [run_task(committer, job, 0, {"a.bin": b"a"})]
+    dying = FaultInjectingStore(store, [Fault("multipart.abort", error=_Killed)])
+    with pytest.raises(_Killed):
+        outcommit.create_committer(url, config, "magic", store=dying).abort_job(job)
+    stuck = FaultInjectingStore(store, [Fault("delete", path_contains="_commit-started", times=-1)])
+    with pytest.raises(outcommit.JobCommitError, match="not active"):
+        outcommit.create_committer(url, config, "magic", store=stuck).commit_job(job, messages)
+    again = outcommit.create_committer(url, config, "magic")
+    assert again.job_status(job.job_id, [0]) == "abort-kept"
+    with pytest.raises(outcommit.JobCommitError, match="was aborted"):
+        again.commit_job(job)
+    assert not store.exists(f"{dest}/{SUCCESS_FILE}") and visible_files(store, dest) == {}
+    again.abort_job(job)
+    again.cleanup_job(job)
+    assert visible_files(store, dest) == {} and leftovers(store, dest) == []

@@ -203,6 +203,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
                     self.replace_destination(job)
                 published = self.save_journal(job, journal.entries_from(waiting))
             else:
+                self.refuse_resume_if_aborted(job)
                 log.info("resuming an interrupted job commit (%d files journaled)",
                          len(published.entries))
             files = sorted({self.store.url(e.dest) for e in published.entries}

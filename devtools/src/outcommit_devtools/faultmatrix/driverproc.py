@@ -45,7 +45,7 @@ COMPLETIONS = tuple(f"{kind}.complete" for kind in UPLOAD_KINDS)
 WRITE_OPERATIONS = ("write_bytes", "write_atomic", "save_json", "create_exclusive", "write_with_metadata")
 DEADLINE_SECONDS = 180.0  # a child that neither finishes nor dies by then is a harness failure
 
-KillKind = Literal["start", "publish", "before-success", "after-success", "any"]
+KillKind = Literal["start", "publish", "before-success", "after-success", "any", "undo"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,9 @@ class KillRule:
     ``start``: before the call. ``any``: after its k-th store operation. ``publish``:
     after the k-th operation that makes a data file visible in the destination (a rename
     or a write to a data path, a multipart completion). ``before-success``: before the
-    ``_SUCCESS`` file is written; ``after-success``: right after it.
+    ``_SUCCESS`` file is written; ``after-success``: right after it. ``undo`` (an abort):
+    after the k-th operation that takes something of the job's output away (a delete of a
+    data file in the destination, an upload's abort).
     """
 
     kind: KillKind
@@ -64,7 +66,8 @@ class KillRule:
     def describe(self) -> str:
         return {"start": "before the call", "any": f"after store operation {self.k}",
                 "publish": f"after publishing operation {self.k}",
-                "before-success": "before _SUCCESS", "after-success": "after _SUCCESS"}[self.kind]
+                "before-success": "before _SUCCESS", "after-success": "after _SUCCESS",
+                "undo": f"after undoing operation {self.k}"}[self.kind]
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,20 @@ def _publishes(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
     return matches
 
 
+def _undoes(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
+    aborts = tuple(f"{kind}.abort" for kind in UPLOAD_KINDS)
+
+    def matches(operation: str, args: tuple[Any, ...]) -> bool:
+        if operation in aborts:
+            return True
+        if operation == "delete":
+            return bool(args) and _data_path(args[0], dest)
+        if operation == "delete_many":
+            return bool(args) and any(_data_path(p, dest) for p in args[0])
+        return False
+    return matches
+
+
 def _writes_success(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
     target = dest.rstrip("/") + "/_SUCCESS"
     return lambda operation, args: operation in WRITE_OPERATIONS and bool(args) and args[0] == target
@@ -125,6 +142,8 @@ def arm(store: FaultInjectingStore, rule: KillRule, dest: str) -> _Trigger | Non
         trigger = _Trigger(rule.k, lambda operation, args: True)
     elif rule.kind == "publish":
         trigger = _Trigger(rule.k, _publishes(dest))
+    elif rule.kind == "undo":
+        trigger = _Trigger(rule.k, _undoes(dest))
     else:
         trigger = _Trigger(1, _writes_success(dest))
     when: Literal["before", "after"] = "before" if rule.kind == "before-success" else "after"
@@ -191,6 +210,15 @@ class JobCommitRequest:
 
 
 @dataclass(frozen=True)
+class AbortJobRequest:
+    committer: str
+    destination: str
+    config: dict[str, str]
+    job: dict[str, Any]
+    rule: KillRule
+
+
+@dataclass(frozen=True)
 class TaskAttemptRequest:
     committer: str
     destination: str
@@ -220,7 +248,7 @@ def _quiet() -> None:
     logging.disable(logging.CRITICAL)
 
 
-def _in_child(request: JobCommitRequest | TaskAttemptRequest, conn: Connection,
+def _in_child(request: JobCommitRequest | AbortJobRequest | TaskAttemptRequest, conn: Connection,
               act: Callable[[Any, Callable[[], None]], dict[str, Any] | None]) -> None:
     """Open the store and committer, run ``act`` with the kill rule armed as it says, and
     report how it ended (a kill reports itself first: :func:`_die`)."""
@@ -251,6 +279,14 @@ def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
             _die("driver killed before job commit")
         armed()
         committer.commit_job(job, request.messages)
+
+    _in_child(request, conn, act)
+
+
+def _child_abort_job(request: AbortJobRequest, conn: Connection) -> None:
+    def act(committer: Any, armed: Callable[[], None]) -> None:
+        armed()
+        committer.abort_job(JobContext.from_dict(request.job))
 
     _in_child(request, conn, act)
 
@@ -321,6 +357,13 @@ def commit_job_and_die(committer: str, destination: str, config: dict[str, str],
     """``commit_job`` in a driver process that SIGKILLs itself as ``rule`` says."""
     return _run(_child_commit_job, JobCommitRequest(committer, destination, dict(config), job.to_dict(),
                                                     messages, rule))
+
+
+def abort_job_and_die(committer: str, destination: str, config: dict[str, str], job: JobContext,
+                      rule: KillRule) -> ChildResult:
+    """``abort_job`` in an operator's process that SIGKILLs itself as ``rule`` says."""
+    return _run(_child_abort_job, AbortJobRequest(committer, destination, dict(config), job.to_dict(),
+                                                  rule))
 
 
 def attempt_and_die(committer: str, destination: str, config: dict[str, str], task: TaskAttemptContext,

@@ -246,10 +246,12 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     # and the output must stay what that commit published, whatever comes next.
     own = read_success(env.store, env.store.strip(env.dest)) or {}
     committed = own.get("jobId") == job.job_id and own.get("success") is True
-    if s.then in ("abort", "abort-again"):
+    if s.then in ("abort", "abort-again", "abort-killed"):
         obs.notes.append(f"driver killed {rule.describe()}")
         if s.then == "abort-again":
             _abort_failing_in_destination(env, job, obs)
+        if s.then == "abort-killed":
+            _abort_killed_then_recommit(env, engine, obs)
         Engine(env, job, "spark").abort()  # by the operator, from a new process
         if committed:
             expect_output(env, main, engine, env.mode, committed=True)
@@ -276,6 +278,25 @@ def _abort_failing_in_destination(env: CellEnv, job: JobContext, obs: Observatio
     Engine(env, job, "spark", store=FaultInjectingStore(env.store, faults)).abort()
     fired = sum(f.fired for f in faults)
     obs.notes.append(f"the first abort's deletes in the destination failed ({fired} refused)")
+
+
+def _abort_killed_then_recommit(env: CellEnv, engine: Engine, obs: Observation) -> None:
+    """The operator's first abort dies after its first undoing operation (a delete in the
+    destination, an upload's abort; or it finishes, having nothing to undo); then a driver
+    commits the job again, with the first one's messages. An abort is final: that commit
+    must not succeed (the cell's abort afterwards expects what an abort promises)."""
+    rule = driverproc.KillRule("undo", 1)
+    serial = {**env.config, "outcommit.committer.threads": "1"}
+    result = driverproc.abort_job_and_die(env.committer, env.dest, serial, engine.job, rule)
+    obs.notes.append(f"the first abort was killed {rule.describe()}" if result.killed
+                     else f"the first abort finished ({result.error or 'nothing to undo'})")
+    again = Engine(env, engine.job, "spark")
+    again.messages, again.outputs = engine.messages, engine.outputs
+    try:
+        again.commit_job()
+        obs.notes.append("the commit after it succeeded")
+    except Exception as exc:
+        obs.notes.append(f"the commit after it was refused: {type(exc).__name__}")
 
 
 def _recover(env: CellEnv, previous: Engine, obs: Observation, main: Destination, mode: str,

@@ -39,7 +39,7 @@ SIZES: tuple[Size, ...] = ("ci", "full")
 TaskPoint = Literal["before-write", "mid-write", "after-write", "during-commit", "after-commit",
                     "zombie-before-job-commit", "zombie-during-job-cleanup", "zombie-after-job-commit"]
 DriverPoint = Literal["before-commit", "publish", "before-success", "after-success", "operation"]
-Recovery = Literal["recommit", "recover", "abort", "abort-again"]
+Recovery = Literal["recommit", "recover", "abort", "abort-again", "abort-killed"]
 Phase = Literal["tasks", "task-commit", "job-commit"]
 Layout = Literal["same-destination", "adjacent", "nested-parent-first", "nested-child-first",
                  "bucket-root", "fail-refuses-existing"]
@@ -155,11 +155,14 @@ def driver_scenarios(size: Size) -> list[DriverKill]:
                     ("publish", 1), ("before-success", 0), ("after-success", 0)):
                 continue
             found += [DriverKill(point, then, mode, k) for then in recoveries]
-            # An abort that cannot undo the commit must keep its evidence for the next one:
-            # where a commit began (CI: half and wholly published, in append).
+            # An abort that cannot undo the commit must keep its evidence for the next one,
+            # and one that dies midway must still stop a later commit of the job: where a
+            # commit began (CI: half and wholly published, in append).
             if size == "full" or (mode == "append" and (point, k) in (("publish", 1),
                                                                       ("before-success", 0))):
                 found.append(DriverKill(point, "abort-again", mode, k))
+                # An abort that dies midway is final: the job is never committed after it.
+                found.append(DriverKill(point, "abort-killed", mode, k))
     if size == "full":  # every window of job commit, not only the publishing ones
         found += [DriverKill("operation", then, "append", k) for k in range(1, OPERATIONS + 1)
                   for then in recoveries]

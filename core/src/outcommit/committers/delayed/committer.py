@@ -168,9 +168,7 @@ class DelayedCompletionCommitter(Committer):
                             else self.meta.exists(record))
             if not there_before:
                 raise
-            if self.aborted(job):
-                raise JobCommitError(f"{refusal}: the job was aborted (its state was kept as "
-                                     "evidence): its commit is never resumed") from None
+            self.refuse_resume_if_aborted(job, f"{refusal}: ")
             if loading.exception() is None and loading.result()[0].tasks == 0:
                 # A real interrupted commit keeps its pendingsets until after _SUCCESS; a
                 # record alone is one a refused call could not delete (a job aborted or
@@ -427,6 +425,7 @@ class DelayedCompletionCommitter(Committer):
                               running)
 
     def abort_job(self, job: JobContext) -> None:
+        self.abort_began(job)
         cleanup.teardown(self, job, delete_completed=True)
 
     def cleanup_job(self, job: JobContext) -> None:

@@ -210,6 +210,7 @@ class ManifestCommitter(JobDirectoryCommitter):
             # ('fail' refuses, 'replace' deletes them while their sources are gone).
             resumed = journal.exists(self.store, self.job_dir(job.job_id))
             if resumed:
+                self.refuse_resume_if_aborted(job)
                 stats.add("commit.resumed")
                 log.info("resuming an interrupted job commit")
             else:
