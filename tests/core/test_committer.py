@@ -167,11 +167,10 @@ def test_an_abort_killed_midway_is_never_resumed_as_a_commit(dest: str, name: st
     with pytest.raises(_Killed):
         first.abort_job(job)
     again = outcommit.create_committer(dest, {}, name)
-    with pytest.raises(outcommit.JobCommitError, match="was aborted"):
+    with pytest.raises(outcommit.JobCommitError, match=r"is not active|was aborted"):
         again.commit_job(job)
     assert again.own_success(job) is None
-    again.end_job(job)  # the markers of the killed abort's job: as its driver would have
-    assert again.job_status(job_id, [0]) == "abort-kept"
+    assert again.job_status(job_id, [0]) == "abort-kept"  # its markers went before the rollback
     again.abort_job(job)
     again.cleanup_job(job)
     assert visible_files(inner, inner.strip(dest)) == {}
@@ -199,3 +198,46 @@ def test_an_abort_that_keeps_the_state_is_reported_once(dest: str, name: str,
     errors = [r for r in caplog.records if r.levelname == "ERROR" and "was not undone" in r.getMessage()]
     assert len(errors) == 1, [r.getMessage() for r in errors]
     assert list(committer.leftover_jobs()) == [job_id]
+
+
+def _two_files_interrupted(dest: str, name: str) -> tuple[Any, JobContext]:
+    """A two-task job whose commit published both files and died before _SUCCESS."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    c = outcommit.create_committer(dest, {}, name, store=no_success)
+    job = JobContext(dest, config=c.config)
+    c.setup_job(job)
+    messages = []
+    for index in range(2):
+        task = job.task_attempt(index)
+        c.setup_task(task)
+        c.filesystem(task).pipe_file(f"{c.work_path(task)}/part-{index}.txt", b"data%d" % index)
+        messages.append(c.commit_task(task))
+    with pytest.raises(outcommit.JobCommitError):
+        c.commit_job(job, messages)
+    assert set(visible_files(inner, inner.strip(dest))) == {"part-0.txt", "part-1.txt"}
+    return inner, job
+
+
+@pytest.mark.parametrize("name", ["v1", "manifest"])
+def test_a_later_attempt_never_reports_files_a_killed_abort_removed(dest: str, name: str) -> None:
+    """The abort of an interrupted commit died after removing one of its two files; a new
+    job attempt then recovers the tasks and commits. Resuming the journal would list the
+    removed file in a success=true _SUCCESS: the commit must fail instead."""
+    inner, job = _two_files_interrupted(dest, name)
+    dying = FaultInjectingStore(inner, [Fault("delete", path_contains="part-0.txt", when="after",
+                                              error=_Killed)])
+    with pytest.raises(_Killed):
+        outcommit.create_committer(dest, {}, name, store=dying).abort_job(job)
+    later = job.next_attempt()
+    again = outcommit.create_committer(dest, {}, name)
+    again.setup_job(later)
+    for index in range(2):
+        again.recover_task(later.task_attempt(index))
+    with pytest.raises(outcommit.JobCommitError):
+        again.commit_job(later)
+    assert again.own_success(later) is None
+    again.abort_job(later)
+    again.cleanup_job(later)
+    assert visible_files(inner, inner.strip(dest)) == {}
+    assert again.leftover_jobs() == {}

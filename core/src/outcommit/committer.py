@@ -395,7 +395,7 @@ class Committer:
             return "committed"
         if any(evidence.store.exists(evidence.marker(a)) for a in attempts):
             return "live"
-        if evidence.store.exists(evidence.note):
+        if self._abort_note(job) is not None:  # this attempt's abort (or a later one's)
             return "abort-kept"
         return "commit-began" if evidence.began(attempts) else "not-committed"
 
@@ -610,8 +610,11 @@ class JobDirectoryCommitter(Committer):
         before the deletion below listed the job's directory, so it is deleted with it;
         one that did not removes what it wrote itself (``abandon_if_job_ended``).
         """
-        if not self.end_job(job):
-            return
+        if self.end_job(job):
+            self.delete_ended_state(job)
+
+    def delete_ended_state(self, job: JobContext) -> None:
+        """Delete the job's temporary state, once it has ended (never raises)."""
         try:
             self.delete_job_state(job)
             self.remove_temporary_root()
@@ -659,9 +662,12 @@ class JobDirectoryCommitter(Committer):
         driver died cleaning up): its output stays, and only the state is deleted. Where
         the interrupted commit cannot be undone (the store fails, its journal is corrupt,
         ``_SUCCESS`` cannot be read), the job ends but its state stays, for another abort.
-        Never raises: it runs on failure paths.
+        Never raises: it runs on failure paths. Its note first, then the markers (from
+        now on stragglers stop), then the rollback: an abort that dies midway leaves a job
+        that is over and says it was aborted.
         """
         self.abort_began(job)
+        ended = self.end_job(job)
         try:
             published = self.load_journal(job)
             if published is not None and not self.kept_on_abort(job):
@@ -669,10 +675,10 @@ class JobDirectoryCommitter(Committer):
                 self.logger(job).warning("abort: removed %d files an interrupted job commit had "
                                          "published to %s", removed, self.destination)
         except Exception as exc:
-            self.end_job(job)
             self.interrupted_commit_kept(job, exc, aborted=True)
             return
-        self.end_job_and_delete_state(job)
+        if ended:  # else a straggler may still write: the state stays for another cleanup
+            self.delete_ended_state(job)
 
     # -- task: the attempt writes into its own directory ---------------------------------
     def task_attempt_dir(self, task: TaskAttemptContext) -> str:

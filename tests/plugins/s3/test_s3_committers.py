@@ -475,3 +475,38 @@ def test_an_abort_killed_midway_still_stops_a_later_resume(config, s3_root):
     again.abort_job(job)
     again.cleanup_job(job)
     assert visible_files(store, dest) == {} and leftovers(store, dest) == []
+
+
+def test_the_note_of_an_earlier_attempts_killed_abort_does_not_hide_a_later_commit(config, s3_root):
+    """Attempt 0's abort died right after ending the job (its note stays). Attempt 1 was
+    set up, recovered the task, and its own commit died before _SUCCESS. That commit is
+    attempt 1's: the job is 'commit-began', and 'outcommit jobs abort' must not act on it
+    without --interrupted, as it may for an aborted attempt."""
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/later-attempt"
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    committer, job = start(url, config, "magic")
+    run_task(committer, job, 0, {"a.bin": b"a"})
+    dying = FaultInjectingStore(store, [Fault("delete", path_contains="_job.json", when="after",
+                                              error=_Killed)])
+    with pytest.raises(_Killed):
+        outcommit.create_committer(url, config, "magic", store=dying).abort_job(job)
+    again = outcommit.create_committer(url, config, "magic")
+    assert again.job_status(job.job_id, [0]) == "abort-kept"
+    later = job.next_attempt()
+    again.setup_job(later)
+    assert again.recover_task(later.task_attempt(0))
+    no_success = FaultInjectingStore(store, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        outcommit.create_committer(url, config, "magic", store=no_success).commit_job(later)
+    assert visible_files(store, dest) == {"a.bin": b"a"}
+    assert again.job_status(job.job_id, [0, 1]) == "commit-began"
+    conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
+    assert cli_main(["jobs", "abort", url, job.job_id, "--committer", "magic", "--force", *conf]) != 0
+    assert visible_files(store, dest) == {"a.bin": b"a"}
+    again.abort_job(later)
+    again.cleanup_job(later)
+    assert visible_files(store, dest) == {} and leftovers(store, dest) == []

@@ -181,6 +181,28 @@ class FileOutputCommitterV1(FileOutputCommitter):
             raise CommitError(f"committed task output missing: {missing[0]}")
         return task_dirs
 
+    def _refuse_if_published_files_gone(self, job: JobContext, published: journal.Journal,
+                                        waiting: Sequence[tuple[FileInfo, str]]) -> None:
+        """A resumed commit lists every journaled file in ``_SUCCESS``: each must still be
+        in the destination or waiting to be moved there. One that is neither was taken
+        away since (an abort of an earlier job attempt that died or kept the state midway,
+        someone's delete): the commit would report success for output that is not there."""
+        coming = {dest for _, dest in waiting}
+        sources = self.journal_sources(job)
+
+        def gone(entry: journal.Entry) -> bool:
+            return (entry.dest not in coming and not self.store.exists(entry.dest)
+                    and not any(self.store.exists(source) for source in sources(entry)))
+
+        entries = published.entries
+        lost = run_all(gone, entries, self.threads, name="outcommit-resume")
+        missing = [e.dest for e, is_gone in zip(entries, lost, strict=True) if is_gone]
+        if missing:
+            raise JobCommitError(
+                f"the interrupted job commit being resumed had published {len(missing)} file(s) "
+                f"that are gone, e.g. {self.store.url(missing[0])} (an abort began since?): "
+                "resuming would report output that is not there; abort the job")
+
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
@@ -204,6 +226,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
                 published = self.save_journal(job, journal.entries_from(waiting))
             else:
                 self.refuse_resume_if_aborted(job)
+                self._refuse_if_published_files_gone(job, published, waiting)
                 log.info("resuming an interrupted job commit (%d files journaled)",
                          len(published.entries))
             files = sorted({self.store.url(e.dest) for e in published.entries}

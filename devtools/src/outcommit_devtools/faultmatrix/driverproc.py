@@ -45,7 +45,8 @@ COMPLETIONS = tuple(f"{kind}.complete" for kind in UPLOAD_KINDS)
 WRITE_OPERATIONS = ("write_bytes", "write_atomic", "save_json", "create_exclusive", "write_with_metadata")
 DEADLINE_SECONDS = 180.0  # a child that neither finishes nor dies by then is a harness failure
 
-KillKind = Literal["start", "publish", "before-success", "after-success", "any", "undo"]
+KillKind = Literal["start", "publish", "before-success", "after-success", "any", "undo",
+                   "unpublish"]
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,12 @@ class KillRule:
     ``start``: before the call. ``any``: after its k-th store operation. ``publish``:
     after the k-th operation that makes a data file visible in the destination (a rename
     or a write to a data path, a multipart completion). ``before-success``: before the
-    ``_SUCCESS`` file is written; ``after-success``: right after it. ``undo`` (an abort):
-    after the k-th operation that takes something of the job's output away (a delete of a
-    data file in the destination, an upload's abort).
+    ``_SUCCESS`` file is written; ``after-success``: right after it. For an abort:
+    ``undo``, after its k-th operation that takes output away (an upload's abort, a delete
+    of a data file in the destination: the delayed committers abort each upload first, so
+    nothing is deleted yet); ``unpublish``, after its k-th delete of a data file in the
+    destination (alone or in a batch: part of what a job commit published is gone, the
+    rest still visible).
     """
 
     kind: KillKind
@@ -67,7 +71,8 @@ class KillRule:
         return {"start": "before the call", "any": f"after store operation {self.k}",
                 "publish": f"after publishing operation {self.k}",
                 "before-success": "before _SUCCESS", "after-success": "after _SUCCESS",
-                "undo": f"after undoing operation {self.k}"}[self.kind]
+                "undo": f"after undoing operation {self.k}",
+                "unpublish": f"after deleting published file {self.k}"}[self.kind]
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,8 @@ def _publishes(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
     return matches
 
 
-def _undoes(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
-    aborts = tuple(f"{kind}.abort" for kind in UPLOAD_KINDS)
+def _undoes(dest: str, uploads: bool) -> Callable[[str, tuple[Any, ...]], bool]:
+    aborts = tuple(f"{kind}.abort" for kind in UPLOAD_KINDS) if uploads else ()
 
     def matches(operation: str, args: tuple[Any, ...]) -> bool:
         if operation in aborts:
@@ -142,8 +147,8 @@ def arm(store: FaultInjectingStore, rule: KillRule, dest: str) -> _Trigger | Non
         trigger = _Trigger(rule.k, lambda operation, args: True)
     elif rule.kind == "publish":
         trigger = _Trigger(rule.k, _publishes(dest))
-    elif rule.kind == "undo":
-        trigger = _Trigger(rule.k, _undoes(dest))
+    elif rule.kind in ("undo", "unpublish"):
+        trigger = _Trigger(rule.k, _undoes(dest, uploads=rule.kind == "undo"))
     else:
         trigger = _Trigger(1, _writes_success(dest))
     when: Literal["before", "after"] = "before" if rule.kind == "before-success" else "after"

@@ -105,6 +105,11 @@ def _driver(s: DriverKill, has: Has) -> Expectation:
     if s.then.startswith("abort") and s.point == "after-success":
         return Expectation(COMMIT, why="_SUCCESS was written: the job committed, and an abort "
                                        "after it only deletes the job's temporary state")
+    if s.then == "abort-killed-recover":
+        return Expectation(EITHER, _applicable(has, VISIBLE_EARLY, PARTIAL_JOB_COMMIT,
+                                               *((REPLACE_NOT_ATOMIC,) if s.mode == "replace" else ())),
+                           why="an abort began, then a new attempt recovered: it commits the "
+                               "job's whole output or fails, leaving nothing")
     if s.then.startswith("abort"):
         # Killed after some operation: the cell knows whether that was past _SUCCESS.
         return Expectation(EITHER if s.point == "operation" else FAIL,

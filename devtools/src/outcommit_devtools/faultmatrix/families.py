@@ -246,12 +246,17 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     # and the output must stay what that commit published, whatever comes next.
     own = read_success(env.store, env.store.strip(env.dest)) or {}
     committed = own.get("jobId") == job.job_id and own.get("success") is True
+    if s.then == "abort-killed-recover":
+        obs.notes.append(f"driver killed {rule.describe()}")
+        _abort_killed(env, engine, obs, driverproc.KillRule("unpublish", 1))
+        return _recover(env, engine, obs, main, env.mode, committed)
     if s.then in ("abort", "abort-again", "abort-killed"):
         obs.notes.append(f"driver killed {rule.describe()}")
         if s.then == "abort-again":
             _abort_failing_in_destination(env, job, obs)
         if s.then == "abort-killed":
-            _abort_killed_then_recommit(env, engine, obs)
+            _abort_killed(env, engine, obs, driverproc.KillRule("undo", 1))
+            _commit_again(env, engine, obs)
         Engine(env, job, "spark").abort()  # by the operator, from a new process
         if committed:
             expect_output(env, main, engine, env.mode, committed=True)
@@ -280,16 +285,25 @@ def _abort_failing_in_destination(env: CellEnv, job: JobContext, obs: Observatio
     obs.notes.append(f"the first abort's deletes in the destination failed ({fired} refused)")
 
 
-def _abort_killed_then_recommit(env: CellEnv, engine: Engine, obs: Observation) -> None:
-    """The operator's first abort dies after its first undoing operation (a delete in the
-    destination, an upload's abort; or it finishes, having nothing to undo); then a driver
-    commits the job again, with the first one's messages. An abort is final: that commit
-    must not succeed (the cell's abort afterwards expects what an abort promises)."""
-    rule = driverproc.KillRule("undo", 1)
+def _abort_killed(env: CellEnv, engine: Engine, obs: Observation, rule: driverproc.KillRule) -> None:
+    """The operator's first abort, in its own process, dies as ``rule`` says: right after
+    its first undoing operation (``abort-killed``: the delayed committers' first upload
+    abort, before any file is deleted; the rename committers' first delete), or its first
+    delete of a data file in the destination (``abort-killed-recover``: part of what the
+    interrupted commit published is gone, the rest still visible). An abort that never
+    gets there makes the cell not applicable (``abort-again`` and ``abort`` cover it)."""
     serial = {**env.config, "outcommit.committer.threads": "1"}
     result = driverproc.abort_job_and_die(env.committer, env.dest, serial, engine.job, rule)
-    obs.notes.append(f"the first abort was killed {rule.describe()}" if result.killed
-                     else f"the first abort finished ({result.error or 'nothing to undo'})")
+    if not result.killed:
+        raise NotApplicable("the abort did not reach its kill point: nothing was published to "
+                            "undo, or the commit had finished")
+    obs.notes.append(f"the first abort was killed {rule.describe()}")
+
+
+def _commit_again(env: CellEnv, engine: Engine, obs: Observation) -> None:
+    """A driver commits the job attempt again, with the first driver's messages. An abort
+    began: that commit must not succeed (the cell's abort afterwards expects what an
+    abort promises, and a commit that succeeded leaves output it keeps)."""
     again = Engine(env, engine.job, "spark")
     again.messages, again.outputs = engine.messages, engine.outputs
     try:

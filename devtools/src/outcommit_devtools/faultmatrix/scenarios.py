@@ -39,7 +39,8 @@ SIZES: tuple[Size, ...] = ("ci", "full")
 TaskPoint = Literal["before-write", "mid-write", "after-write", "during-commit", "after-commit",
                     "zombie-before-job-commit", "zombie-during-job-cleanup", "zombie-after-job-commit"]
 DriverPoint = Literal["before-commit", "publish", "before-success", "after-success", "operation"]
-Recovery = Literal["recommit", "recover", "abort", "abort-again", "abort-killed"]
+Recovery = Literal["recommit", "recover", "abort", "abort-again", "abort-killed",
+                   "abort-killed-recover"]
 Phase = Literal["tasks", "task-commit", "job-commit"]
 Layout = Literal["same-destination", "adjacent", "nested-parent-first", "nested-child-first",
                  "bucket-root", "fail-refuses-existing"]
@@ -161,8 +162,10 @@ def driver_scenarios(size: Size) -> list[DriverKill]:
             if size == "full" or (mode == "append" and (point, k) in (("publish", 1),
                                                                       ("before-success", 0))):
                 found.append(DriverKill(point, "abort-again", mode, k))
-                # An abort that dies midway is final: the job is never committed after it.
+                # An abort that dies midway is final: the job attempt is never committed
+                # after it, and a later attempt never reports what it removed.
                 found.append(DriverKill(point, "abort-killed", mode, k))
+                found.append(DriverKill(point, "abort-killed-recover", mode, k))
     if size == "full":  # every window of job commit, not only the publishing ones
         found += [DriverKill("operation", then, "append", k) for k in range(1, OPERATIONS + 1)
                   for then in recoveries]
