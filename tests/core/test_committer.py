@@ -241,3 +241,108 @@ def test_a_later_attempt_never_reports_files_a_killed_abort_removed(dest: str, n
     again.cleanup_job(later)
     assert visible_files(inner, inner.strip(dest)) == {}
     assert again.leftover_jobs() == {}
+
+
+def _v1_job(committer: Any, dest: str,
+            files_per_task: list[dict[str, bytes]]) -> tuple[JobContext, list[Any]]:
+    job = JobContext(dest, config=committer.config)
+    committer.setup_job(job)
+    messages = [_v1_task(committer, job.task_attempt(index), files)
+                for index, files in enumerate(files_per_task)]
+    return job, messages
+
+
+def _v1_task(committer: Any, task: Any, files: dict[str, bytes]) -> Any:
+    committer.setup_task(task)
+    for name, data in files.items():
+        committer.filesystem(task).pipe_file(f"{committer.work_path(task)}/{name}", data)
+    return committer.commit_task(task)
+
+
+def test_a_later_attempt_never_reports_a_file_an_earlier_attempt_left_unmoved(dest: str) -> None:
+    """Attempt 0 published task 0's file and died before task 1's; its abort died after
+    deleting task 0's. Attempt 1 reruns both tasks, task 1 under another name: the journal's
+    part-1 still waits in attempt 0's directory, but nothing moves it. A _SUCCESS naming it
+    would name a file that is not there."""
+    inner = outcommit.open_store(dest)
+    dying = FaultInjectingStore(inner, [Fault("rename_file", path_contains="part-1", error=_Killed,
+                                              times=-1)])
+    first = outcommit.create_committer(dest, {}, "v1", store=dying)
+    job, messages = _v1_job(first, dest, [{"part-0": b"0"}, {"part-1": b"1"}])
+    with pytest.raises(_Killed):
+        first.commit_job(job, messages)
+    killer = FaultInjectingStore(inner, [Fault("delete", path_contains="out/part-0", when="after",
+                                               error=_Killed)])
+    with pytest.raises(_Killed):
+        outcommit.create_committer(dest, {}, "v1", store=killer).abort_job(job)
+    later = job.next_attempt()
+    again = outcommit.create_committer(dest, {}, "v1")
+    again.setup_job(later)
+    rerun = [_v1_task(again, later.task_attempt(0), {"part-0": b"0"}),
+             _v1_task(again, later.task_attempt(1), {"part-1b": b"1"})]
+    with pytest.raises(outcommit.JobCommitError, match="gone or replaced"):
+        again.commit_job(later, rerun)
+    assert again.own_success(later) is None
+
+
+def test_a_later_attempt_never_takes_anothers_file_for_one_a_killed_abort_removed(dest: str) -> None:
+    """A killed abort deleted part-0; another writer then put its own part-0 there. A later
+    attempt resuming the journal must not report that file as the job's."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    first = outcommit.create_committer(dest, {}, "v1", store=no_success)
+    job, messages = _v1_job(first, dest, [{"part-0": b"0000"}, {"part-1": b"1"}])
+    with pytest.raises(outcommit.JobCommitError):
+        first.commit_job(job, messages)
+    killer = FaultInjectingStore(inner, [Fault("delete", path_contains="out/part-0", when="after",
+                                               error=_Killed)])
+    with pytest.raises(_Killed):
+        outcommit.create_committer(dest, {}, "v1", store=killer).abort_job(job)
+    inner.write_bytes(inner.join(inner.strip(dest), "part-0"), b"someone else's")
+    later = job.next_attempt()
+    again = outcommit.create_committer(dest, {}, "v1")
+    again.setup_job(later)
+    for index in range(2):
+        again.recover_task(later.task_attempt(index))
+    with pytest.raises(outcommit.JobCommitError, match="gone or replaced"):
+        again.commit_job(later)
+    assert inner.read_bytes(inner.join(inner.strip(dest), "part-0")) == b"someone else's"
+
+
+@pytest.mark.parametrize("name", ["v1", "manifest"])
+def test_an_abort_killed_before_it_ended_the_job_still_stops_a_resume(dest: str, name: str) -> None:
+    """The abort wrote its note and died before deleting the job's markers: the job still
+    looks live, but the interrupted commit must not be resumed (the note refuses it)."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, name, store=no_success)
+    committer = outcommit.create_committer(dest, {}, name)
+    (job_id,) = committer.leftover_jobs()
+    job = JobContext(dest, job_id=job_id, config=committer.config)
+    killer = FaultInjectingStore(inner, [Fault("delete", path_contains="_job.json", error=_Killed)])
+    with pytest.raises(_Killed):
+        outcommit.create_committer(dest, {}, name, store=killer).abort_job(job)
+    assert committer.job_status(job_id, [0]) == "live"
+    with pytest.raises(outcommit.JobCommitError, match="was aborted"):
+        committer.commit_job(job)
+    assert committer.own_success(job) is None
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    assert visible_files(inner, inner.strip(dest)) == {} and committer.leftover_jobs() == {}
+
+
+def test_a_resume_without_an_abort_checks_no_file(dest: str) -> None:
+    """The check of journaled files runs only after an abort began: a plain resumed commit
+    of 40 files asks the store about none of them."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE)])
+    first = outcommit.create_committer(dest, {}, "v1", store=no_success)
+    job, messages = _v1_job(first, dest, [{f"f{i}": b"x"} for i in range(40)])
+    with pytest.raises(outcommit.JobCommitError):
+        first.commit_job(job, messages)
+    counted = FaultInjectingStore(inner)
+    again = outcommit.create_committer(dest, {}, "v1", store=counted)
+    assert again.commit_job(job, messages).success
+    assert counted.calls["info"] < 10, counted.calls
+    assert len(visible_files(inner, inner.strip(dest))) == 40

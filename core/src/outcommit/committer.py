@@ -374,6 +374,12 @@ class Committer:
                                  "did not finish, or kept its state as evidence): its commit is "
                                  "never resumed; abort it again to remove its output")
 
+    def abort_began_any_attempt(self, job: JobContext) -> bool:
+        """Is there an abort note of any attempt of the job (an abort began and did not
+        finish, or kept the state)? One request, on recovery paths only."""
+        evidence = self.job_evidence(job)
+        return evidence is not None and evidence.store.exists(evidence.note)
+
     def _kept_by_abort(self, job: JobContext) -> bool:
         """Did an abort keep this job's state and log why (its note says so)?"""
         try:

@@ -510,3 +510,43 @@ def test_the_note_of_an_earlier_attempts_killed_abort_does_not_hide_a_later_comm
     again.abort_job(later)
     again.cleanup_job(later)
     assert visible_files(store, dest) == {} and leftovers(store, dest) == []
+
+
+def test_a_later_attempt_never_reports_an_object_a_killed_abort_deleted(config, s3_root):
+    """An interrupted commit completed both uploads; its abort died after deleting one of
+    the two objects. A later attempt recovers the tasks and commits: completing that
+    upload again may answer success without making the object again (S3 can answer a
+    repeated completion so; emulated here around the real client), so every file is
+    checked against its upload's etag before _SUCCESS names it."""
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/later-deleted"
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    no_success = FaultInjectingStore(store, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    committer, job = start(url, config, "magic", store=no_success)
+    messages = [run_task(committer, job, i, {f"f{i}.bin": b"x%d" % i}) for i in range(2)]
+    with pytest.raises(outcommit.JobCommitError):
+        committer.commit_job(job, messages)
+    serial = {**config, "outcommit.committer.threads": "1"}
+    killer = FaultInjectingStore(store, [Fault("delete", path_contains=".bin", when="after", error=_Killed)])
+    with pytest.raises(_Killed):
+        outcommit.create_committer(url, serial, "magic", store=killer).abort_job(job)
+    assert len(visible_files(store, dest)) == 1
+    later = job.next_attempt()
+    again = outcommit.create_committer(url, config, "magic")
+    again.setup_job(later)
+    for index in range(2):
+        again.recover_task(later.task_attempt(index))
+    real_complete = again.mp.complete
+
+    def repeated_completion_succeeds(path, upload_id, etags, if_none_match=False):
+        try:
+            return real_complete(path, upload_id, etags, if_none_match)
+        except Exception:
+            return "answered-as-done"
+    again.mp.complete = repeated_completion_succeeds
+    with pytest.raises(outcommit.JobCommitError, match="not in the destination as this job made them"):
+        again.commit_job(later)
+    assert not store.exists(f"{dest}/{SUCCESS_FILE}")

@@ -183,25 +183,33 @@ class FileOutputCommitterV1(FileOutputCommitter):
 
     def _refuse_if_published_files_gone(self, job: JobContext, published: journal.Journal,
                                         waiting: Sequence[tuple[FileInfo, str]]) -> None:
-        """A resumed commit lists every journaled file in ``_SUCCESS``: each must still be
-        in the destination or waiting to be moved there. One that is neither was taken
-        away since (an abort of an earlier job attempt that died or kept the state midway,
-        someone's delete): the commit would report success for output that is not there."""
+        """After an abort of the job began (its note, any attempt's): a resumed commit
+        lists every journaled file in ``_SUCCESS``, so each must still be in the
+        destination as this job published it (same size, same etag where renames keep
+        it), or be one this commit moves there now. The abort may have taken some away
+        before it died or kept the state; someone may have written another file there
+        since: the commit would report success for output that is not there."""
+        if not self.abort_began_any_attempt(job):
+            return
         coming = {dest for _, dest in waiting}
-        sources = self.journal_sources(job)
+        etags_kept = self.store.has_capability(caps.ETAGS_PRESERVED_IN_RENAME)
 
         def gone(entry: journal.Entry) -> bool:
-            return (entry.dest not in coming and not self.store.exists(entry.dest)
-                    and not any(self.store.exists(source) for source in sources(entry)))
+            if entry.dest in coming:
+                return False
+            found = self.store.info(entry.dest)
+            return (found is None or found.is_dir or found.size != entry.size
+                    or bool(etags_kept and entry.etag and found.etag and found.etag != entry.etag))
 
         entries = published.entries
         lost = run_all(gone, entries, self.threads, name="outcommit-resume")
         missing = [e.dest for e, is_gone in zip(entries, lost, strict=True) if is_gone]
         if missing:
             raise JobCommitError(
-                f"the interrupted job commit being resumed had published {len(missing)} file(s) "
-                f"that are gone, e.g. {self.store.url(missing[0])} (an abort began since?): "
-                "resuming would report output that is not there; abort the job")
+                f"an abort of job {job.job_id} began, and {len(missing)} file(s) the interrupted "
+                f"job commit being resumed had published are gone or replaced, e.g. "
+                f"{self.store.url(missing[0])}: resuming would report output that is not there; "
+                "abort the job")
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:

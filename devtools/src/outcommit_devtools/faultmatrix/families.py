@@ -202,7 +202,7 @@ _PUBLISHING: dict[tuple[str, str, str], int] = {}
 def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     # A job a new attempt recovers is committed by discovery then: it cannot declare
     # task messages (its tasks claim), whatever the first attempt's driver passed.
-    job = (JobContext(env.dest, config=env.make().config) if s.then == "recover"
+    job = (JobContext(env.dest, config=env.make().config) if s.then in ("recover", "abort-killed-recover")
            else job_context(env.dest, env.make().config, "spark"))
     main = destination(env, env.dest, env.existing)
     obs = Observation([main])

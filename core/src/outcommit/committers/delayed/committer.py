@@ -33,6 +33,7 @@ from outcommit.errors import (
     TaskCommitError,
 )
 from outcommit.multipart import MultipartUploads
+from outcommit.parallel import run_all
 from outcommit.paths import is_inside
 from outcommit.progress import Progress
 from outcommit.store import Store
@@ -358,6 +359,7 @@ class DelayedCompletionCommitter(Committer):
                 finally:
                     progress.close()
                 ended.result()
+            self._refuse_if_completed_files_gone(job, commits)
             # The output is complete and visible: nothing below may fail the commit.
             metrics, diagnostics = self._after_completion(job, swept)
             summary = self.write_success(
@@ -376,6 +378,23 @@ class DelayedCompletionCommitter(Committer):
                          end=False, listed=state)  # end_job above already deleted the markers
         log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
         return summary
+
+    def _refuse_if_completed_files_gone(self, job: JobContext, commits: JobCommits) -> None:
+        """A later job attempt after an abort of an earlier one began (its note): that abort
+        may have deleted objects the interrupted commit had completed, and completing such
+        an upload again may answer success without making the object again. Every file
+        must be in the destination as this job's upload made it (its etag) before
+        ``_SUCCESS`` names it. One request for the note, on later attempts only."""
+        if job.attempt == 0 or not self.abort_began_any_attempt(job):
+            return
+        def missing(commit: PendingCommit) -> PendingCommit | None:
+            return None if self.ops.is_completed(commit) else commit
+
+        gone = [c for c in run_all(missing, commits, self.threads, name="outcommit-verify") if c]
+        if gone:
+            raise CommitError(f"an abort of an earlier attempt of job {job.job_id} began, and "
+                              f"{len(gone)} completed file(s) are not in the destination as this "
+                              f"job made them, e.g. {self.store.url(gone[0].path)}: abort the job")
 
     def _urls(self, commits: JobCommits | None) -> Iterator[str]:
         return (self.store.url(c.path) for c in commits or ())
