@@ -32,6 +32,16 @@ def commit(dest: str, committer: str = "v1", store: Any = None, **config: str) -
     return c, job
 
 
+def _interrupted(dest: str, name: str = "v1") -> tuple[Any, JobContext]:
+    """A one-file job whose commit published its file and failed writing _SUCCESS."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    with pytest.raises(outcommit.JobCommitError):
+        commit(dest, name, store=no_success)
+    (job_id,) = outcommit.create_committer(dest, {}, name).leftover_jobs()
+    return inner, JobContext(dest, job_id=job_id)
+
+
 def test_own_success_is_only_this_jobs_successful_report(dest: str) -> None:
     committer, job = commit(dest)
     store = committer.store
@@ -86,15 +96,11 @@ def test_an_abort_that_cannot_read_success_keeps_the_jobs_state(dest: str, name:
     """Abort after a commit began must know whether it finished (its _SUCCESS): when that
     read fails, neither the output nor the evidence of it may go (cleanup_job after it
     neither); the next abort, which can read, removes both."""
-    inner = outcommit.open_store(dest)
-    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    with pytest.raises(outcommit.JobCommitError):
-        commit(dest, name, store=no_success)
+    inner, job = _interrupted(dest, name)
     unreadable = FaultInjectingStore(inner, [Fault("load_json", path_contains=SUCCESS_FILE, times=-1,
                                                    error=OSError)])
     first = outcommit.create_committer(dest, {}, name, store=unreadable)
-    (job_id,) = first.leftover_jobs()
-    job = JobContext(dest, job_id=job_id, config=first.config)
+    job_id = job.job_id
     first.abort_job(job)
     first.cleanup_job(job)
     assert unreadable.faults[0].fired >= 1
@@ -110,13 +116,9 @@ def test_an_abort_that_cannot_read_success_keeps_the_jobs_state(dest: str, name:
 def test_cleanup_of_a_job_an_engine_committed_deletes_its_state(dest: str) -> None:
     """Where the engine's own record is the commit point (a streaming batch log, no
     _SUCCESS), ``cleanup_committed_job`` deletes what ``cleanup_job`` keeps as evidence."""
-    inner = outcommit.open_store(dest)
-    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    with pytest.raises(outcommit.JobCommitError):
-        commit(dest, "v1", store=no_success)
+    inner, job = _interrupted(dest)
     committer = outcommit.create_committer(dest, {}, "v1")
-    (job_id,) = committer.leftover_jobs()
-    job = JobContext(dest, job_id=job_id, config=committer.config)
+    job_id = job.job_id
     committer.cleanup_job(job)
     assert list(committer.leftover_jobs()) == [job_id]
     committer.cleanup_committed_job(job)
@@ -129,14 +131,10 @@ def test_a_later_attempt_set_up_after_a_kept_abort_is_live(dest: str) -> None:
     up. The job is live again: 'outcommit jobs abort' must not take it for the kept abort."""
     from outcommit.testing.faults import failing_deletes_in
 
-    inner = outcommit.open_store(dest)
-    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    with pytest.raises(outcommit.JobCommitError):
-        commit(dest, "v1", store=no_success)
+    inner, job = _interrupted(dest)
     refusing = FaultInjectingStore(inner, failing_deletes_in(inner.strip(dest)))
     first = outcommit.create_committer(dest, {}, "v1", store=refusing)
-    (job_id,) = first.leftover_jobs()
-    job = JobContext(dest, job_id=job_id, config=first.config)
+    job_id = job.job_id
     first.abort_job(job)
     assert first.job_status(job_id, [0]) == "abort-kept"
     later = job.next_attempt()
@@ -155,15 +153,11 @@ def test_an_abort_killed_midway_is_never_resumed_as_a_commit(dest: str, name: st
     the files that commit published. A later commit_job of the job must not resume the
     commit: it would write a _SUCCESS for output the abort already took apart. The job
     says 'abort-kept', and aborting again removes everything."""
-    inner = outcommit.open_store(dest)
-    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    with pytest.raises(outcommit.JobCommitError):
-        commit(dest, name, store=no_success)
+    inner, job = _interrupted(dest, name)
     dying = FaultInjectingStore(inner, [Fault("delete", path_contains="part-0.txt", when="after",
                                               error=_Killed)])
     first = outcommit.create_committer(dest, {}, name, store=dying)
-    (job_id,) = first.leftover_jobs()
-    job = JobContext(dest, job_id=job_id, config=first.config)
+    job_id = job.job_id
     with pytest.raises(_Killed):
         first.abort_job(job)
     again = outcommit.create_committer(dest, {}, name)
@@ -182,15 +176,11 @@ def test_an_abort_that_keeps_the_state_is_reported_once(dest: str, name: str,
                                                          caplog: pytest.LogCaptureFixture) -> None:
     """An engine calls abort_job, then cleanup_job: when the abort kept the job's state,
     its error says so once; the cleanup after it does not say it again."""
-    inner = outcommit.open_store(dest)
-    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    with pytest.raises(outcommit.JobCommitError):
-        commit(dest, name, store=no_success)
+    inner, job = _interrupted(dest, name)
     unreadable = FaultInjectingStore(inner, [Fault("load_json", path_contains=SUCCESS_FILE, times=-1,
                                                    error=OSError)])
     committer = outcommit.create_committer(dest, {}, name, store=unreadable)
-    (job_id,) = committer.leftover_jobs()
-    job = JobContext(dest, job_id=job_id, config=committer.config)
+    job_id = job.job_id
     caplog.clear()
     with caplog.at_level("INFO", logger="outcommit"):
         committer.abort_job(job)
@@ -313,13 +303,9 @@ def test_a_later_attempt_never_takes_anothers_file_for_one_a_killed_abort_remove
 def test_an_abort_killed_before_it_ended_the_job_still_stops_a_resume(dest: str, name: str) -> None:
     """The abort wrote its note and died before deleting the job's markers: the job still
     looks live, but the interrupted commit must not be resumed (the note refuses it)."""
-    inner = outcommit.open_store(dest)
-    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    with pytest.raises(outcommit.JobCommitError):
-        commit(dest, name, store=no_success)
+    inner, job = _interrupted(dest, name)
     committer = outcommit.create_committer(dest, {}, name)
-    (job_id,) = committer.leftover_jobs()
-    job = JobContext(dest, job_id=job_id, config=committer.config)
+    job_id = job.job_id
     killer = FaultInjectingStore(inner, [Fault("delete", path_contains="_job.json", error=_Killed)])
     with pytest.raises(_Killed):
         outcommit.create_committer(dest, {}, name, store=killer).abort_job(job)
