@@ -284,7 +284,7 @@ class Committer:
                               "output stays, only its temporary state is deleted", self.destination)
         return True
 
-    def abort_began(self, job: JobContext) -> None:
+    def begin_abort(self, job: JobContext) -> None:
         """Start of ``abort_job``, before the job ends: the abort's note (:data:`ABORT_NOTE`)
         in the job's state. An abort that dies midway (its process killed after the markers
         went) then still says that this job attempt was aborted, so no later ``commit_job``
@@ -672,7 +672,7 @@ class JobDirectoryCommitter(Committer):
         now on stragglers stop), then the rollback: an abort that dies midway leaves a job
         that is over and says it was aborted.
         """
-        self.abort_began(job)
+        self.begin_abort(job)
         ended = self.end_job(job)
         try:
             published = self.load_journal(job)

@@ -192,14 +192,9 @@ class FileOutputCommitterV1(FileOutputCommitter):
         if not self.abort_began_any_attempt(job):
             return
         coming = {dest for _, dest in waiting}
-        etags_kept = self.store.has_capability(caps.ETAGS_PRESERVED_IN_RENAME)
 
         def gone(entry: journal.Entry) -> bool:
-            if entry.dest in coming:
-                return False
-            found = self.store.info(entry.dest)
-            return (found is None or found.is_dir or found.size != entry.size
-                    or bool(etags_kept and entry.etag and found.etag and found.etag != entry.etag))
+            return entry.dest not in coming and not journal.holds(self.store, entry)
 
         entries = published.entries
         lost = run_all(gone, entries, self.threads, name="outcommit-resume")

@@ -115,13 +115,17 @@ def published_by_us(store: Store, entry: Entry, sources: Sequence[str]) -> bool:
     next job attempt's directory): while it waits anywhere, what the destination holds is
     not ours.
     """
+    return holds(store, entry) and not any(store.exists(source) for source in sources)
+
+
+def holds(store: Store, entry: Entry) -> bool:
+    """Is this entry's file at its destination: same size, and same etag where renames
+    keep etags (a file written there since by anyone else differs)?"""
     found = store.info(entry.dest)
     if found is None or found.is_dir or found.size != entry.size:
         return False
-    if (entry.etag and found.etag and found.etag != entry.etag
-            and store.has_capability(caps.ETAGS_PRESERVED_IN_RENAME)):
-        return False
-    return not any(store.exists(source) for source in sources)
+    return not (entry.etag and found.etag and found.etag != entry.etag
+                and store.has_capability(caps.ETAGS_PRESERVED_IN_RENAME))
 
 
 def rollback(store: Store, journal: Journal,

@@ -206,20 +206,13 @@ def cleans_up(dest: str) -> Callable[[str, tuple[Any, ...]], bool]:
 # -- the children ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class JobCommitRequest:
+    """A job call in a child: ``commit_job`` (with ``messages``) or ``abort_job``."""
+
     committer: str
     destination: str
     config: dict[str, str]
     job: dict[str, Any]
     messages: list[dict[str, Any]] | None
-    rule: KillRule
-
-
-@dataclass(frozen=True)
-class AbortJobRequest:
-    committer: str
-    destination: str
-    config: dict[str, str]
-    job: dict[str, Any]
     rule: KillRule
 
 
@@ -253,7 +246,7 @@ def _quiet() -> None:
     logging.disable(logging.CRITICAL)
 
 
-def _in_child(request: JobCommitRequest | AbortJobRequest | TaskAttemptRequest, conn: Connection,
+def _in_child(request: JobCommitRequest | TaskAttemptRequest, conn: Connection,
               act: Callable[[Any, Callable[[], None]], dict[str, Any] | None]) -> None:
     """Open the store and committer, run ``act`` with the kill rule armed as it says, and
     report how it ended (a kill reports itself first: :func:`_die`)."""
@@ -288,7 +281,7 @@ def _child_commit_job(request: JobCommitRequest, conn: Connection) -> None:
     _in_child(request, conn, act)
 
 
-def _child_abort_job(request: AbortJobRequest, conn: Connection) -> None:
+def _child_abort_job(request: JobCommitRequest, conn: Connection) -> None:
     def act(committer: Any, armed: Callable[[], None]) -> None:
         armed()
         committer.abort_job(JobContext.from_dict(request.job))
@@ -367,8 +360,8 @@ def commit_job_and_die(committer: str, destination: str, config: dict[str, str],
 def abort_job_and_die(committer: str, destination: str, config: dict[str, str], job: JobContext,
                       rule: KillRule) -> ChildResult:
     """``abort_job`` in an operator's process that SIGKILLs itself as ``rule`` says."""
-    return _run(_child_abort_job, AbortJobRequest(committer, destination, dict(config), job.to_dict(),
-                                                  rule))
+    return _run(_child_abort_job, JobCommitRequest(committer, destination, dict(config), job.to_dict(),
+                                                   None, rule))
 
 
 def attempt_and_die(committer: str, destination: str, config: dict[str, str], task: TaskAttemptContext,

@@ -387,6 +387,7 @@ class DelayedCompletionCommitter(Committer):
         ``_SUCCESS`` names it. One request for the note, on later attempts only."""
         if job.attempt == 0 or not self.abort_began_any_attempt(job):
             return
+
         def missing(commit: PendingCommit) -> PendingCommit | None:
             return None if self.ops.is_completed(commit) else commit
 
@@ -444,7 +445,7 @@ class DelayedCompletionCommitter(Committer):
                               running)
 
     def abort_job(self, job: JobContext) -> None:
-        self.abort_began(job)
+        self.begin_abort(job)
         cleanup.teardown(self, job, delete_completed=True)
 
     def cleanup_job(self, job: JobContext) -> None:
