@@ -147,19 +147,24 @@ def test_rate_limit_bounds_a_phase():
     assert meter.modelled_seconds == pytest.approx(0.5)
 
 
-@pytest.mark.s3
-def test_botocore_counts_are_exact_for_a_magic_job_commit(s3_config, s3_root):
-    url = f"{s3_root}/metered"
-    committer = outcommit.create_committer(url, s3_config, "magic")
+def metered_job_commit(url: str, config: dict[str, str], committer_name: str = "magic",
+                       files: tuple[str, ...] = ("0/a", "0/b", "1/a", "1/b", "2/a", "2/b"),
+                       existing: tuple[str, ...] = ()) -> Meter:
+    """A job of one task per directory of ``files`` (1000 bytes each), committed with every
+    request metered; ``existing``: files the destination holds before the job commits."""
+    committer = outcommit.create_committer(url, config, committer_name)
+    for name in existing:
+        committer.store.write_bytes(committer.store.join(committer.dest, name), b"old")
     job = JobContext(url, config=committer.config)
     committer.setup_job(job)
     messages = []
-    for index in range(3):
+    for index, directory in enumerate(sorted({f.rpartition("/")[0] for f in files})):
         task = job.task_attempt(index)
         committer.setup_task(task)
-        for name in ("a", "b"):
-            with committer.filesystem(task).open(f"{committer.work_path(task)}/{index}-{name}", "wb") as f:
-                f.write(b"x" * 1000)
+        for name in files:
+            if name.rpartition("/")[0] == directory:
+                with committer.filesystem(task).open(f"{committer.work_path(task)}/{name}", "wb") as f:
+                    f.write(b"x" * 1000)
         messages.append(committer.commit_task(task))
     meter = Meter(MODEL)
     detach = attach_botocore(committer.store.client, meter)
@@ -168,6 +173,12 @@ def test_botocore_counts_are_exact_for_a_magic_job_commit(s3_config, s3_root):
             committer.commit_job(job, messages)
     finally:
         detach()
+    return meter
+
+
+@pytest.mark.s3
+def test_botocore_counts_are_exact_for_a_magic_job_commit(s3_config, s3_root):
+    meter = metered_job_commit(f"{s3_root}/metered", s3_config)
     assert meter.bytes_copied == 0 and meter.requests["CopyObject"] == 0
     assert meter.requests == {"HeadObject": 1, "PutObject": 2, "CompleteMultipartUpload": 6,
                               "DeleteObject": 1, "ListMultipartUploads": 1, "ListObjectsV2": 2,
@@ -177,6 +188,39 @@ def test_botocore_counts_are_exact_for_a_magic_job_commit(s3_config, s3_root):
     # (ListMultipartUploads) and its directory is listed; then _SUCCESS (PUT), and one
     # DeleteObjects of the listed state beside the second listing. 5 x 0.1 s, + _SUCCESS bytes.
     assert meter.modelled_seconds == pytest.approx(0.5, abs=1e-3)
+
+
+@pytest.mark.s3
+def test_replace_lists_its_scope_beside_the_commit_record(s3_config, s3_root):
+    """'replace' looks at the destination (ListObjectsV2) and the pending uploads under it
+    (ListMultipartUploads) beside the job check and the record: same 5 round trips as
+    'append' into an empty destination; with old files, one more (their DeleteObjects)."""
+    config = {**s3_config, "outcommit.committer.conflict-mode": "replace"}
+    empty = metered_job_commit(f"{s3_root}/empty", config)
+    assert empty.requests == {"HeadObject": 1, "PutObject": 2, "CompleteMultipartUpload": 6,
+                              "DeleteObject": 1, "ListMultipartUploads": 2, "ListObjectsV2": 3,
+                              "DeleteObjects": 1}
+    assert empty.modelled_seconds == pytest.approx(0.5, abs=1e-3)  # was 0.6: the listing in series
+
+    full = metered_job_commit(f"{s3_root}/full", config, existing=("old-1", "old-2"))
+    assert full.requests["DeleteObjects"] == 2  # the old files, then the job's state
+    # check || record || listings; DeleteObjects of the old files; 2 rounds of completions;
+    # _SUCCESS; the state: was 0.8 s (listing, then the uploads' check, in series).
+    assert full.modelled_seconds == pytest.approx(0.6, abs=1e-3)
+
+
+@pytest.mark.s3
+def test_partitioned_replace_lists_its_partitions_threads_at_once(s3_config, s3_root):
+    """Dynamic partition overwrite lists each partition the job writes: 8 partitions on 4
+    threads are 2 rounds beside the record, where they were 8 listings in series."""
+    config = {**s3_config, "outcommit.committer.conflict-mode": "replace"}
+    files = tuple(f"date={day}/part" for day in range(8))
+    meter = metered_job_commit(f"{s3_root}/table", config, "partitioned", files=files)
+    assert meter.requests["ListObjectsV2"] == 8 + 2  # the partitions; the job's state twice
+    assert meter.requests["CompleteMultipartUpload"] == 8
+    # 2 rounds of listings (beside check and record); 2 rounds of completions; _SUCCESS;
+    # the state's deletion: 6 x 0.1 s, where the listings in series made it 1.2 s.
+    assert meter.modelled_seconds == pytest.approx(0.6, abs=1e-3)
 
 
 @pytest.mark.s3

@@ -288,11 +288,19 @@ class DelayedCompletionCommitter(Committer):
             except ValueError as exc:
                 raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
 
+        scanning: list[Future[conflicts.Scan | None]] = []
+        listing_pending: list[Future[Any]] = []
+
         def load_and_record() -> tuple[JobCommits, bool]:
             # Validated in full before anything is acted on; held compressed, streamed after.
             loaded = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
                       if messages is not None
                       else pendingsets.discover(layout, job, expect, self.threads, check_parts))
+            if self.conflict_mode != "append":  # listings only: beside the record's creation
+                scanning.append(beside.submit(conflicts.scan, self.ops, self.conflict_mode,
+                                              self.conflict_scope, loaded))
+                if self.conflict_mode == "replace":
+                    listing_pending.append(beside.submit(self.ops.pending_lookup))
             # The call's own nonce: a create whose response was lost (retried, then
             # refused as existing) is still this call's.
             nonce = uuid.uuid4().hex
@@ -306,8 +314,9 @@ class DelayedCompletionCommitter(Committer):
             return loaded, True
 
         # The job check runs beside the pendingsets' loading and the commit record's
-        # creation: one round trip before the first completion, not two.
-        with ThreadPoolExecutor(1, thread_name_prefix="outcommit-record") as beside:
+        # creation, and so do the conflict mode's listings: one round trip before the
+        # first completion (or the first delete of 'replace'), not two or three.
+        with ThreadPoolExecutor(3, thread_name_prefix="outcommit-record") as beside:
             loading = beside.submit(load_and_record)
             refused: BaseException | None = None
             try:
@@ -328,8 +337,10 @@ class DelayedCompletionCommitter(Committer):
                          "mode %s already ran", self.conflict_mode)
                 removed = 0
             else:
-                removed = conflicts.resolve(self.ops, self.conflict_mode, self.conflict_scope, commits,
-                                            self.destination, log)
+                removed = conflicts.resolve(
+                    self.ops, self.conflict_mode, self.conflict_scope, commits, self.destination, log,
+                    scanned=scanning[0].result() if scanning else None,
+                    pending=listing_pending[0].result if listing_pending else None)
             progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
             running: set[tuple[str, str]] = set()
             swept: list[Future[Sweep]] = []

@@ -3,16 +3,22 @@
 ``fail`` refuses when the scope already holds data, ``append`` adds to it, ``replace``
 deletes it first. The scope is the whole destination (``directory``, ``magic``) or only
 the partition directories the job writes (``partitioned``: dynamic partition overwrite).
+
+Job commit looks at the scope (:func:`scan`: listings only, nothing changes) beside its
+job check and the creation of its commit record, and acts on what it found
+(:func:`resolve`) once the record exists: the listings cost no round trip of their own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Literal
 
 from outcommit.errors import DestinationExistsError
+from outcommit.parallel import run_all
 from outcommit.paths import relative_to
-from outcommit.store import FileInfo, Store
+from outcommit.store import FileInfo
 
 from .files import PendingCommit, is_hidden_path
 from .operations import CommitOperations, Logger
@@ -20,41 +26,65 @@ from .operations import CommitOperations, Logger
 Scope = Literal["destination", "partitions"]
 
 
-def _scope_files(store: Store, dest: str, scope: Scope,
+@dataclass(frozen=True)
+class Scan:
+    """What the scope held when it was listed: its roots (relative to the destination)
+    and the files in it that are not this job's nor hidden."""
+
+    roots: list[str]
+    existing: list[str]
+
+
+def _scope_files(ops: CommitOperations, scope: Scope,
                  commits: Collection[PendingCommit]) -> tuple[list[str], list[FileInfo]]:
-    """(the roots of the scope, relative to dest; the files in it)."""
+    """(the roots of the scope, relative to dest; the files in it), the roots listed
+    ``ops.threads`` at a time (a job writing 1,000 partitions: 1,000 listings)."""
+    store, dest = ops.store, ops.dest
     if scope == "destination":
         return [""], store.list_files(dest)
     roots = sorted({relative_to(c.path, dest).rpartition("/")[0] for c in commits})
-    found: list[FileInfo] = []
-    for root in roots:
+
+    def files_in(root: str) -> list[FileInfo]:
         if root:
-            found += store.list_files(store.join(dest, root))
-        else:  # partition '' is the files at the top level, not the whole table
-            found += [i for i in store.list_dir(dest) if not i.is_dir]
-    return roots, found
+            return store.list_files(store.join(dest, root))
+        # partition '' is the files at the top level, not the whole table
+        return [i for i in store.list_dir(dest) if not i.is_dir]
+    return roots, [info for found in run_all(files_in, roots, ops.threads, "outcommit-scope")
+                   for info in found]
+
+
+def scan(ops: CommitOperations, mode: str, scope: Scope,
+         commits: Collection[PendingCommit]) -> Scan | None:
+    """List the scope of ``mode`` (None for ``append``, which needs nothing). Read-only:
+    it may run before the job check has answered."""
+    if mode == "append":
+        return None
+    ours = {c.path for c in commits}  # completed by an earlier try of this very commit
+    roots, candidates = _scope_files(ops, scope, commits)
+    return Scan(roots, [i.path for i in candidates
+                        if i.path not in ours and not is_hidden_path(relative_to(i.path, ops.dest))])
 
 
 def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[PendingCommit],
-            destination: str, log: Logger) -> int:
-    """Apply conflict ``mode`` to the job's ``commits``; returns how many objects were deleted."""
-    if mode == "append":
+            destination: str, log: Logger, scanned: Scan | None = None,
+            pending: Callable[[], Callable[[PendingCommit], bool]] | None = None) -> int:
+    """Apply conflict ``mode`` to the job's ``commits``; returns how many objects were deleted.
+
+    ``scanned``: the scope as :func:`scan` found it (listed here when not given).
+    ``pending``: the pending uploads under the destination, listed beforehand
+    (:meth:`CommitOperations.pending_lookup`), for the check before anything is deleted.
+    """
+    found = scanned if scanned is not None else scan(ops, mode, scope, commits)
+    if found is None or not found.existing:
         return 0
-    store, dest = ops.store, ops.dest
-    ours = {c.path for c in commits}
-    roots, candidates = _scope_files(store, dest, scope, commits)
-    existing = [i.path for i in candidates
-                # ours: completed by an earlier try of this very commit
-                if i.path not in ours and not is_hidden_path(relative_to(i.path, dest))]
-    if not existing:
-        return 0
+    existing = found.existing
     if mode == "fail":
-        where = ("partitions " + ", ".join(r or "(top level)" for r in roots)
+        where = ("partitions " + ", ".join(r or "(top level)" for r in found.roots)
                  if scope == "partitions" else "the destination")
         raise DestinationExistsError(
-            f"{where} of {destination} already hold data ({store.url(existing[0])}, ...) "
+            f"{where} of {destination} already hold data ({ops.store.url(existing[0])}, ...) "
             "and the conflict mode is 'fail': use 'append' or 'replace', or another destination")
-    ops.check_completable(commits)
-    store.delete_files(existing, threads=ops.threads)
+    ops.check_completable(commits, pending() if pending is not None else None)
+    ops.store.delete_files(existing, threads=ops.threads)
     log.info("replace: deleted %d existing files", len(existing))
     return len(existing)

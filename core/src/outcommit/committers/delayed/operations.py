@@ -111,7 +111,7 @@ class CommitOperations:
         """Does the destination object carry exactly these parts (completed by this job)?"""
         return bool(commit.etags) and self.mp.holds(commit.path, commit.upload_id, commit.etags)
 
-    def _pending(self) -> Callable[[PendingCommit], bool]:
+    def pending_lookup(self) -> Callable[[PendingCommit], bool]:
         """Is an upload still pending under the destination? One listing per 1000 uploads."""
         listed = self.mp.list_pending(self.dest + "/")
         pending = {(p.path, p.upload_id) for p in listed}
@@ -122,17 +122,20 @@ class CommitOperations:
 
     def any_pending(self, commits: Collection[PendingCommit]) -> bool:
         """Is any of ``commits`` still pending (neither completed nor aborted)?"""
-        is_pending = self._pending()
+        is_pending = self.pending_lookup()
         return any(is_pending(c) for c in commits)
 
-    def check_completable(self, commits: Collection[PendingCommit]) -> None:
+    def check_completable(self, commits: Collection[PendingCommit],
+                          is_pending: Callable[[PendingCommit], bool] | None = None) -> None:
         """Before old data is deleted: every upload is still pending (or already ours).
 
         An upload aborted meanwhile (another job's sweep, a lifecycle rule, a stray abort)
         would otherwise be found only at completion, after the old data is gone. One
-        listing per 1000 pending uploads, not a request per file.
+        listing per 1000 pending uploads, not a request per file (``is_pending``: that
+        listing made beforehand, :meth:`pending_lookup`).
         """
-        is_pending = self._pending()
+        if is_pending is None:
+            is_pending = self.pending_lookup()
         for commit in commits:
             if not is_pending(commit) and not self.is_completed(commit):
                 raise UploadGoneError(
