@@ -17,7 +17,14 @@ from .capabilities import Capabilities
 from .committers import journal
 from .config import Config
 from .context import JobContext, TaskAttemptContext
-from .errors import CommitError, CorruptFileError, DestinationExistsError, JobCommitError, TaskCommitError
+from .errors import (
+    CommitError,
+    ConfigError,
+    CorruptFileError,
+    DestinationExistsError,
+    JobCommitError,
+    TaskCommitError,
+)
 from .iostats import IOStatistics, merge_snapshots
 from .parallel import run_all
 from .paths import is_hidden, is_inside, relative_to
@@ -63,6 +70,7 @@ class Committer:
         self.store = store
         self.config = config or store.config
         self.dest = store.strip(destination)
+        self._check_destination()
         #: Why this committer was chosen (set by the factory).
         self.selection = "constructed directly"
         # As many requests in flight as the store's connection pool serves.
@@ -71,6 +79,19 @@ class Committer:
             "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
         self._engine_metrics: dict[str, int] = {}
         self._io_baseline: dict[str, int] = {}
+
+    def _check_destination(self) -> None:
+        """Refuse a destination whose path is not the place it seems to name: a job
+        deletes there ('replace', abort), so the root of a filesystem (``file:///``,
+        ``hdfs://nn/``) or a path through ``.`` or ``..`` (``file:///tmp/..``: ``/``) is
+        never one."""
+        parts = self.dest.split("/")
+        if any(part in (".", "..") for part in parts):
+            raise ConfigError(f"destination {self.destination!r} has a '.' or '..' path "
+                              "component: name the directory itself")
+        if not self.dest.strip("/"):
+            raise ConfigError(f"destination {self.destination!r} is the root of its filesystem: "
+                              "name a directory to write into")
 
     # -- capabilities ------------------------------------------------------------
     def has_capability(self, name: str) -> bool:

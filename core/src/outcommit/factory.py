@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import warnings
 from collections.abc import Mapping
@@ -67,10 +68,46 @@ class CommitterSelector:
 ALGORITHM_KEY = "outcommit.fileoutputcommitter.algorithm.version"
 
 
+#: ``scheme:`` at the start of a destination: two characters at least (``C:`` is a drive).
+_SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+):")
+
+
 def normalise_url(destination: str) -> str:
-    """A URL with a scheme: plain paths become absolute ``file://`` URLs."""
+    """A URL with a scheme: plain paths become absolute ``file://`` URLs.
+
+    Refused (:class:`ConfigError`), because each would quietly name another place than
+    the one meant: an empty destination (an unset variable: the current directory), a
+    ``file`` URL naming a host (``file://tmp/x`` is host ``tmp``), and ``scheme:path``
+    without ``//`` other than Hadoop's ``file:/path``, which is taken as ``file:///path``;
+    ``file://localhost/path`` is ``file:///path``.
+    """
+    if not destination.strip():
+        raise ConfigError("the destination is empty: give a URL (s3://bucket/table, "
+                          "file:///abs/path) or a path")
     if "://" in destination:
+        scheme, rest = destination.split("://", 1)
+        if scheme.lower() != "file":
+            return destination
+        host, _, path = rest.partition("/")
+        if not rest:  # fsspec would take it for the current directory
+            raise ConfigError(f"destination {destination!r} names no path: write file:///abs/path")
+        if host.lower() == "localhost":
+            return "file:///" + path
+        if host:
+            raise ConfigError(f"destination {destination!r}: a file URL names no host ({host!r} "
+                              f"here): write file:///{rest} for an absolute path")
         return destination
+    named = _SCHEME_PREFIX.match(destination)
+    if named:
+        scheme, rest = named.group(1), destination[named.end():]
+        if not rest:
+            raise ConfigError(f"destination {destination!r} names no path: write "
+                              f"{scheme}://... or a path")
+        if scheme.lower() == "file" and rest.startswith("/"):
+            return "file://" + rest  # Hadoop's Path.toString() form
+        raise ConfigError(f"destination {destination!r} starts with the scheme {scheme!r} but no "
+                          f"'//': write {scheme}://{rest.lstrip('/')} (a local path with a colon: "
+                          f"./{destination})")
     return "file://" + os.path.abspath(destination)
 
 

@@ -32,6 +32,8 @@ class LocalStore(Store):
         return fsspec.filesystem("file", auto_mkdir=True)
 
     def strip(self, url: str) -> str:
+        if url[:17].lower() == "file://localhost/":  # RFC 8089: the local host, named
+            url = "file:///" + url[17:]
         path = super().strip(url)
         return os.path.abspath(path) if not path.startswith("/") else path
 

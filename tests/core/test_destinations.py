@@ -1,0 +1,70 @@
+"""Destinations that would quietly name another place than the one meant are refused before
+anything is written; Hadoop's and RFC 8089's spellings of a local path name that path."""
+
+from __future__ import annotations
+
+import pytest
+
+import outcommit
+from outcommit import JobContext
+from outcommit.errors import ConfigError
+from outcommit.factory import normalise_url
+from outcommit.read import committed_files
+
+
+def replace_job(url: str) -> None:
+    """One task writing part-0.csv, committed with conflict mode 'replace'."""
+    committer = outcommit.create_committer(url, {"outcommit.committer.conflict-mode": "replace"})
+    job = JobContext(url)
+    committer.setup_job(job)
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    with committer.filesystem(task).open(f"{committer.work_path(task)}/part-0.csv", "wb") as f:
+        f.write(b"new\n")
+    committer.commit_job(job, [committer.commit_task(task)])
+
+
+@pytest.mark.parametrize("url", ["", "   ", "file://", "file:"])
+def test_an_empty_destination_never_means_the_current_directory(url, tmp_path, monkeypatch):
+    """An unset variable in f"file://{path}" made a 'replace' job delete the current
+    directory's files (they were outside any destination the user named)."""
+    (tmp_path / "important.txt").write_text("keep")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"empty|names no path"):
+        replace_job(url)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["important.txt"]
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("file:///", "root of its filesystem"),
+    ("file:///tmp/..", "'..' path component"),
+    ("file:///tmp/./x", "'..' path component"),
+    ("file://tmp/x", "names no host"),
+    ("s3:/bucket/x", "no '//'"),
+    ("hdfs://namenode:8020/", "root of its filesystem"),
+])
+def test_a_destination_that_names_another_place_is_refused(url, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        outcommit.create_committer(url, {"outcommit.committer.conflict-mode": "replace"})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spelling", ["file:{path}", "file://localhost{path}", "file://{path}", "{path}"])
+def test_hadoops_and_rfc_8089s_spellings_name_the_local_path(spelling, tmp_path, monkeypatch):
+    """Spark and Hadoop print local paths as file:/path (Path.toString()): it was written
+    to <cwd>/file:/path, where the CLI, reading file:/path as /path, found nothing."""
+    workdir, target = tmp_path / "cwd", tmp_path / "out"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    url = spelling.format(path=target)
+    replace_job(url)
+    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "part-0.csv"]
+    assert list(workdir.iterdir()) == []
+    assert committed_files(url) == [f"file://{target}/part-0.csv"]
+
+
+def test_a_relative_path_with_a_colon_is_written_as_dot_slash():
+    with pytest.raises(ConfigError, match=r"\./data:2024"):
+        normalise_url("data:2024")
+    assert normalise_url("./data:2024").endswith("/data:2024")
