@@ -116,3 +116,24 @@ def test_scheme_aliases_share_the_per_scheme_committer_key() -> None:
     assert (own.name, own.selection) == ("directory", "outcommit.committer.s3a=directory")
     gs = outcommit.create_committer("gcs://bucket/table", {"outcommit.committer.gs": "v2"})
     assert gs.name == "v2" and "alias of gs://" in gs.selection
+
+
+@pytest.mark.parametrize(("key", "value", "error"), [
+    ("outcommit.success.enabled", "ture", ConfigError),
+    ("outcommit.retry.attempts", "0", ConfigError),
+    ("outcommit.progress.interval-seconds", "soon", ConfigError),
+    ("outcommit.progress.bar", "maybe", ConfigError),
+    ("outcommit.summary-report-dir", "ftp://reports/x", outcommit.UnknownSchemeError),
+])
+def test_settings_first_used_at_job_commit_fail_before_any_task_runs(key, value, error, tmp_path) -> None:
+    """They were read only at job commit: every task ran first, and under v2 the tasks'
+    files stayed visible in the destination, without a _SUCCESS."""
+    import pyarrow as pa
+
+    from outcommit.engine.local import LocalDriver
+
+    dest = tmp_path / "out"
+    with pytest.raises(error, match=key.rsplit(".", 1)[-1] if error is ConfigError else "ftp"):
+        LocalDriver(f"file://{dest}", committer="v2", config={key: value}).run(
+            [pa.table({"a": [1]}), pa.table({"a": [2]})])
+    assert not dest.exists()

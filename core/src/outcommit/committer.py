@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import fsspec
 
 from . import capabilities as caps
-from . import iostats
+from . import iostats, progress
 from .capabilities import Capabilities
 from .committers import journal
 from .config import Config
@@ -28,6 +28,7 @@ from .errors import (
 from .iostats import IOStatistics, merge_snapshots
 from .parallel import run_all
 from .paths import is_hidden, is_inside, relative_to
+from .retry import RetryPolicy
 from .store import FileInfo, Store
 from .success import SUCCESS_FILE, SuccessData, load_success
 
@@ -77,6 +78,7 @@ class Committer:
         self.threads = self.config.get_int(THREADS_KEY, store.parallelism, minimum=1)
         self.conflict_mode = self.config.get_choice(
             "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
+        self._check_job_commit_settings()
         self._engine_metrics: dict[str, int] = {}
         self._io_baseline: dict[str, int] = {}
 
@@ -92,6 +94,20 @@ class Committer:
         if not self.dest.strip("/"):
             raise ConfigError(f"destination {self.destination!r} is the root of its filesystem: "
                               "name a directory to write into")
+
+    def _check_job_commit_settings(self) -> None:
+        """Read now the settings first used at job commit: a bad value must fail before any
+        task runs, not once the work is done (and, for ``v2``, already visible)."""
+        self.success_enabled()
+        RetryPolicy.from_config(self.config)
+        self.config.get_int(progress.INTERVAL_KEY, 10, minimum=0)
+        self.config.get_bool(progress.BAR_KEY, False)
+        report_dir = self.summary_report_dir()
+        if report_dir:
+            from .factory import normalise_url, scheme_of
+            from .plugins import get_registry
+
+            get_registry().store_spec(scheme_of(normalise_url(report_dir)))
 
     # -- capabilities ------------------------------------------------------------
     def has_capability(self, name: str) -> bool:
