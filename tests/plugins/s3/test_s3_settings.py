@@ -129,6 +129,38 @@ def test_the_cli_prints_one_line_for_a_store_error(s3_config, s3_root):
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "outcommit.cli", *argv], capture_output=True,
+                          text=True, timeout=120)
+
+
+def conf_args(config: dict[str, Any]) -> list[str]:
+    return [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
+
+
+def test_a_forbidden_head_is_one_line_not_a_traceback(s3_server, s3_config, s3_root):
+    """A HEAD answer has no body: botocore's error code is the bare '403'. `outcommit
+    success` printed a traceback and exited 1, which says 'not committed'."""
+    from outcommit_devtools.faultproxy import FaultProxy, Rule, respond
+
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        proxy.add(Rule("forbidden", respond(403, b""), method="HEAD", times=-1))
+        done = cli("success", f"{s3_root}/t", "--json",
+                   *conf_args({**s3_config, "outcommit.s3.endpoint": proxy.url}))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "403 Forbidden to head_object" in done.stderr and "IAM policy" in done.stderr
+    assert '"error": "StorePermissionError"' in done.stdout
+
+
+def test_https_to_a_plain_http_endpoint_says_to_write_http(s3_server, s3_config, s3_root):
+    endpoint = s3_server.endpoint_url.replace("http://", "https://")
+    done = cli("success", f"{s3_root}/t", *conf_args({**s3_config, "outcommit.s3.endpoint": endpoint}))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "no TLS connection" in done.stderr and "http:// in outcommit.s3.endpoint" in done.stderr
+
+
 def test_unsupported_or_misspelled_encryption_is_refused(s3_config, s3_root):
     with pytest.raises(outcommit.ConfigError, match=r"SSE-C .* is not supported"):
         start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-C"})

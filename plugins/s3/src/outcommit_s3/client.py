@@ -183,13 +183,19 @@ class TranslatingClient:
             EndpointConnectionError,
             NoCredentialsError,
             PartialCredentialsError,
+            SSLError,
         )
 
         where = f"s3://{bucket}/{key or ''}" if bucket else "S3"
         context = (f"{where} (endpoint {self.endpoint}, region {self._settings.region}; "
                    f"credentials: {self.credential_source})")
-        if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+        if isinstance(exc, SSLError):  # before EndpointConnectionError: it is one
             error: StoreError = StoreUnreachableError(
+                f"no TLS connection to {context}: {exc}. If the endpoint serves plain HTTP, "
+                f"write it with http:// in {ENDPOINT} (Hadoop fs.s3a.endpoint, or "
+                "fs.s3a.connection.ssl.enabled=false)")
+        elif isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+            error = StoreUnreachableError(
                 f"cannot reach {context}: {exc}. Check {ENDPOINT} (Hadoop fs.s3a.endpoint)")
         elif isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
             error = StoreCredentialsError(
@@ -213,6 +219,17 @@ class TranslatingClient:
                 error = StorePermissionError(
                     f"access denied ({code}) for {operation} on {context}: the credentials may not "
                     f"do {operation} there; grant it in the bucket or IAM policy")
+            elif code == "403" and operation.startswith("head_"):  # a HEAD answer has no body
+                error = StorePermissionError(
+                    f"S3 answered 403 Forbidden to {operation} on {context}, without a reason (a HEAD "
+                    "carries none): the credentials are rejected, or may not read there (without "
+                    "s3:ListBucket S3 also answers 403 for a key that does not exist). Check the "
+                    "access key, secret, session token and region, and the bucket or IAM policy")
+            elif code == "400" and operation.startswith("head_"):
+                error = StoreError(
+                    f"S3 answered 400 Bad Request to {operation} on {context}, without a reason (a "
+                    f"HEAD carries none): often a region ({REGION}) that is not the bucket's, or an "
+                    f"endpoint ({ENDPOINT}) that is not S3")
             else:
                 return None
         error.response = response if (response := getattr(exc, "response", None)) else {}  # type: ignore[attr-defined]
