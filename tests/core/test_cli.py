@@ -107,6 +107,36 @@ def test_success_on_a_zero_byte_marker_is_a_legacy_report(tmp_path) -> None:
     assert json.loads(_cli("success", str(tmp_path), "--json").stdout)["legacy"] is True
 
 
+def test_every_answer_of_success_and_jobs_abort_is_json_with_json(tmp_path, capsys) -> None:
+    """`success --json` of a missing report printed nothing on stdout, `jobs abort --json`
+    printed text: a script reading stdout could not parse either."""
+    result = _cli("success", str(tmp_path), "--json")
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == {"url": f"file://{tmp_path}/_SUCCESS", "success": False,
+                                         "error": "NotCommitted", "message": result.stderr.strip()}
+
+    dest = f"file://{tmp_path}/out"
+    _committer, job, _messages = _v1_job(dest, "part-0.txt")  # set up, then its driver died
+    abort = ["jobs", "abort", dest, job.job_id, "--committer", "v1", "--interrupted", "--json"]
+    assert main(abort) == 1
+    dry = json.loads(capsys.readouterr().out)
+    assert (dry["jobId"], dry["status"], dry["aborted"]) == (job.job_id, "live", False)
+    assert "--force" in dry["message"]
+    assert main([*abort, "--force"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert (done["jobId"], done["committer"], done["aborted"]) == (job.job_id, "v1", True)
+    assert main(["jobs", "list", dest, "--committer", "v1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_success_under_a_file_is_not_committed_not_a_traceback(tmp_path) -> None:
+    """Store.info of a path under a regular file raised NotADirectoryError."""
+    (tmp_path / "part-0.csv").write_text("1\n")
+    result = _cli("success", f"file://{tmp_path}/part-0.csv")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"no _SUCCESS at file://{tmp_path}/part-0.csv/_SUCCESS")
+
+
 def test_config_lists_every_key_with_its_plugin_and_aliases() -> None:
     keys = {k["key"]: k for k in json.loads(_cli("config", "--json").stdout)}
     assert keys["outcommit.committer.threads"]["plugin"] == "outcommit"

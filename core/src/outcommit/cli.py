@@ -123,8 +123,12 @@ def cmd_success(args: argparse.Namespace) -> int:
         path = store.join(path, SUCCESS_FILE)
     info = store.info(path)
     if info is None:
-        print(f"no {SUCCESS_FILE} at {store.url(path)}: the job was not committed "
-              "(or committed without a report)", file=sys.stderr)
+        text = (f"no {SUCCESS_FILE} at {store.url(path)}: the job was not committed "
+                "(or committed without a report)")
+        print(text, file=sys.stderr)
+        if args.json:  # a script reading stdout learns why, as for a corrupt report
+            print(json.dumps({"url": store.url(path), "success": False, "error": "NotCommitted",
+                              "message": text}))
         return 1
     if info.size == 0:
         # Hadoop's FileOutputCommitter (Spark's own writes) leaves an empty marker.
@@ -276,10 +280,17 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if risky and not args.interrupted:
         raise OutcommitError(f"job {args.job_id} is {status}: {what}. Add --interrupted only if "
                              "you know its driver is gone and its commit never finished")
+    def report(done: bool, text: str) -> None:
+        if args.json:
+            print(json.dumps({"jobId": args.job_id, "committer": committer.name, "url": args.url,
+                              "status": status, "aborted": done, "message": text}, indent=2))
+        else:
+            print(text)
+
     if not args.force:
-        print(f"would abort job {args.job_id} of {committer.name} at {args.url} ({status}): {what}; "
-              "pending uploads under the destination that no live job owns are aborted too. "
-              "Add --force to abort it")
+        report(False, f"would abort job {args.job_id} of {committer.name} at {args.url} ({status}): "
+                      f"{what}; pending uploads under the destination that no live job owns are "
+                      "aborted too. Add --force to abort it")
         return 1
     job = JobContext(args.url, job_id=args.job_id, attempt=max(attempts, default=0),
                      config=committer.config)
@@ -289,12 +300,14 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         committer.abort_job(job)
         committer.cleanup_job(job)
     if job.job_id in committer.leftover_jobs():
-        print(f"job {job.job_id}: the abort could not finish (see the log above); its temporary "
-              "state stays: run this again once the cause is fixed (a corrupt journal or record "
-              "never heals: inspect it, then remove the files it names and the state by hand)",
-              file=sys.stderr)
+        text = (f"job {job.job_id}: the abort could not finish (see the log above); its temporary "
+                "state stays: run this again once the cause is fixed (a corrupt journal or record "
+                "never heals: inspect it, then remove the files it names and the state by hand)")
+        print(text, file=sys.stderr)
+        if args.json:
+            report(False, text)
         return 1
-    print(f"aborted job {job.job_id} at {args.url} ({status})")
+    report(True, f"aborted job {job.job_id} at {args.url} ({status})")
     return 0
 
 

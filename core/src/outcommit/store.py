@@ -166,7 +166,7 @@ class Store:
         """Status of ``path``, or None when nothing is there."""
         try:
             return self._to_info(self.fs.info(path))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # a path under a file: nothing there
             return None
 
     def exists(self, path: str) -> bool:
