@@ -86,6 +86,22 @@ def test_unknown_committer_fails_before_any_task_runs(tmp_path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("dest", "options", "message"), [
+    ("file://{tmp}/out", {"mode": "fork"}, "use 'thread' or 'process'"),
+    ("file://{tmp}/out", {"workers": 0}, "workers >= 1"),
+    ("memory://{tmp}/out", {"mode": "process"}, "use mode='thread'"),
+])
+def test_a_bad_driver_setting_fails_before_any_task_runs(tmp_path, dest, options, message) -> None:
+    """mode='fork' ran as 'process'; a memory:// job in processes failed each task twice
+    with 'job ... is not active' (its store was not the driver's)."""
+    from outcommit import ConfigError
+
+    url = dest.format(tmp=tmp_path)
+    with pytest.raises(ConfigError, match=message):
+        LocalDriver(url, **options).run(tables(2))
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("fmt, reader", [("csv", "csv"), ("json", "json")])
 def test_csv_and_json_formats(tmp_path, fmt: str, reader: str) -> None:
     dest = f"file://{tmp_path}/out"

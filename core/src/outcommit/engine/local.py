@@ -21,8 +21,9 @@ from typing import Any, Literal
 from .. import capabilities as caps
 from ..committer import Committer
 from ..context import JobContext, TaskAttemptContext
-from ..errors import CommitError, InjectedFailure
+from ..errors import CommitError, ConfigError, InjectedFailure
 from ..factory import create_committer, shared_store
+from ..stores.memory import MemoryStore
 from ..success import SuccessData
 from .writer import StreamingWriter, WrittenFile
 
@@ -147,10 +148,18 @@ class LocalDriver:
                  fmt: str = "parquet", partition_by: Sequence[str] = (),
                  max_rows_per_file: int = 0, failures: Sequence[FailurePoint] = (),
                  progress: Callable[[str], None] | None = None) -> None:
+        if mode not in ("thread", "process"):
+            raise ConfigError(f"LocalDriver mode={mode!r}: use 'thread' or 'process'")
+        if workers < 1 or max_attempts < 1:
+            raise ConfigError(f"LocalDriver needs workers >= 1 and max_attempts >= 1 "
+                              f"(workers={workers}, max_attempts={max_attempts})")
         self.destination = destination
         self.config = {str(k): str(v) for k, v in (config or {}).items()}
         # Created on the driver first: an unknown or unsafe committer fails before any task runs.
         self.committer = create_committer(destination, self.config, committer)
+        if mode == "process" and isinstance(self.committer.store, MemoryStore):
+            raise ConfigError(f"{destination}: a memory:// store lives in one process, so its "
+                              "tasks cannot run in others: use mode='thread'")
         self.workers = workers
         self.mode = mode
         self.max_attempts = max_attempts
