@@ -53,8 +53,8 @@ def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
     (:class:`NotCommittedError` otherwise), and every file it names must be listed
     (:class:`CorruptFileError` otherwise: the output changed after its commit).
 
-    The ``v2`` and ``direct`` committers put files in place before the job commits: while
-    such a job runs, its files are listed too (see docs/reading.md).
+    The ``v2`` committer (and a write without a committer) puts files in place before the
+    job commits: while such a job runs, its files are listed too (see docs/reading.md).
 
     A streaming destination (it has a batch log) is read through its log: exactly the
     committed batches' files, checked as present, sorted (module docs).
