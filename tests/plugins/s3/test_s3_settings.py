@@ -161,6 +161,21 @@ def test_https_to_a_plain_http_endpoint_says_to_write_http(s3_server, s3_config,
     assert "no TLS connection" in done.stderr and "http:// in outcommit.s3.endpoint" in done.stderr
 
 
+def test_the_session_token_is_not_in_botocores_debug_records(s3_config, s3_root, caplog):
+    """botocore logs each request's headers and the canonical request it signs at DEBUG:
+    X-Amz-Security-Token's value was in them (docs/configuration.md: never logged)."""
+    import logging
+
+    token, secret = "SessionTokenValue-4f2a9c", "SecretKeyValue-7d1e3b"
+    config = {**s3_config, "outcommit.s3.session-token": token, "outcommit.s3.secret-key": secret}
+    with caplog.at_level(logging.DEBUG):
+        committer, job = start(f"{s3_root}/token", config)
+        committer.commit_job(job, [run_task(committer, job, 0, {"a.txt": b"a"})])
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "x-amz-security-token:<redacted>" in logged.lower()  # botocore did log the headers
+    assert token not in logged and secret not in logged
+
+
 def test_unsupported_or_misspelled_encryption_is_refused(s3_config, s3_root):
     with pytest.raises(outcommit.ConfigError, match=r"SSE-C .* is not supported"):
         start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-C"})

@@ -5,6 +5,8 @@
 * every request of a requester-pays store says so (``x-amz-request-payer``);
 * before the first request the endpoint is probed with one TCP connection, so a wrong
   endpoint fails in about a second, not after botocore's retries (13-24 s);
+* botocore's DEBUG records (its requests' headers, the canonical request it signs)
+  carry the session token: it is redacted from them, as from outcommit's own logs;
 * botocore's errors that mean "unreachable", "no or bad credentials", "no such bucket"
   and "access denied" become :class:`~outcommit.errors.StoreError` subclasses whose
   message names the endpoint, the bucket, where the credentials came from (never the
@@ -15,7 +17,9 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import re
 import socket
 import threading
 import uuid
@@ -34,6 +38,35 @@ from .settings import ACCESS_KEY, ENDPOINT, PROFILE, REGION, ROLE_ARN, SECRET_KE
 
 _CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
                      "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
+
+
+class RedactSessionTokens(logging.Filter):
+    """Replace the value of every ``X-Amz-Security-Token`` (header, signed header line,
+    query parameter) in a record with ``<redacted>``. Runs only for records a logger
+    makes, so it costs nothing unless botocore logs at DEBUG."""
+
+    _TOKEN = re.compile(r"(x-amz-security-token['\"]?\s*[:=]\s*b?['\"]?)[^'\"\s,;&}]+", re.IGNORECASE)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "security-token" in message.lower():
+            record.msg, record.args = self._TOKEN.sub(r"\1<redacted>", message), None
+        return True
+
+
+#: botocore's loggers whose DEBUG records hold request headers and signed header lines.
+BOTOCORE_HEADER_LOGGERS = ("botocore.endpoint", "botocore.auth", "botocore.awsrequest",
+                           "botocore.httpsession", "botocore.hooks", "botocore.retryhandler")
+
+
+def _redact_botocore_logs() -> None:
+    for name in BOTOCORE_HEADER_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSessionTokens) for f in logger.filters):
+            logger.addFilter(RedactSessionTokens())
+
+
+_redact_botocore_logs()
 
 
 # boto3 sessions, one per profile and AWS environment: a new session loads botocore's
