@@ -46,6 +46,22 @@ def test_secrets_are_not_logged(azure_root: str, azure_config: dict,
     assert ACCOUNT_KEY not in caplog.text and ACCOUNT_KEY not in repr(committer.config)
 
 
+def test_an_unreachable_endpoint_is_one_clear_error_in_seconds(azure_root: str, azure_config: dict) -> None:
+    """A connection string naming a closed port: the SDK retried for 2 min 51 s, then
+    raised its ServiceRequestError. Now one TCP connection, a store error naming the
+    endpoint and the key to check, and never the account key."""
+    from outcommit.errors import StoreUnreachableError
+
+    connection = azure_config["outcommit.azure.connection-string"]
+    blob_endpoint = next(p for p in connection.split(";") if p.startswith("BlobEndpoint="))
+    closed = connection.replace(blob_endpoint, "BlobEndpoint=http://127.0.0.1:1/devstoreaccount1")
+    config = {**azure_config, "outcommit.azure.connection-string": closed}
+    with pytest.raises(StoreUnreachableError, match=r"http://127\.0\.0\.1:1/devstoreaccount1") as caught:
+        create_committer(azure_root, config, "blocklist").setup_job(JobContext(azure_root))
+    assert "outcommit.azure.connection-string" in str(caught.value)
+    assert ACCOUNT_KEY not in str(caught.value)
+
+
 def test_rename_refuses_to_overwrite_and_records_its_source(azure_root: str, azure_config: dict) -> None:
     store = open_store(azure_root, azure_config)
     root = store.strip(azure_root)

@@ -31,6 +31,7 @@ whose rename is one metadata operation there.
 from __future__ import annotations
 
 import posixpath
+import socket
 import threading
 import time
 from typing import Any
@@ -40,7 +41,7 @@ import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.errors import ConfigError
+from outcommit.errors import ConfigError, StoreUnreachableError
 from outcommit.multipart import DEFAULT_PART_SIZE
 from outcommit.store import FileInfo, RenameOutcome, Store
 
@@ -62,6 +63,8 @@ ACCOUNT_KEY_KEY = "outcommit.azure.account-key"
 SAS_TOKEN_KEY = "outcommit.azure.sas-token"
 HNS_KEY = "outcommit.azure.hns"
 BLOCK_SIZE_KEY = "outcommit.azure.block-size"
+#: Seconds the one TCP connection made before the first request may take.
+PROBE_TIMEOUT = 10.0
 
 CONFIG_KEYS: dict[str, str] = {
     CONNECTION_STRING_KEY: "Azure Storage connection string (secret: never logged)",
@@ -83,6 +86,7 @@ class AzureStore(Store):
         super().__init__(url, config, fs)
         self._hns: bool | None = None
         self._service: Any = None
+        self._probed = False
         self._lock = threading.Lock()
 
     # -- account and clients -----------------------------------------------------------
@@ -106,6 +110,8 @@ class AzureStore(Store):
 
     def _make_filesystem(self) -> fsspec.AbstractFileSystem:
         from adlfs import AzureBlobFileSystem
+
+        _ = self.service  # its endpoint is probed once, before any request
 
         # No listing cache: a file written by another process must be listed at once.
         return AzureBlobFileSystem(**self._credentials(), use_listings_cache=False)
@@ -135,7 +141,27 @@ class AzureStore(Store):
                     raise ConfigError(f"no Azure credentials for {self._url}: set "
                                       f"{CONNECTION_STRING_KEY}, or {ACCOUNT_NAME_KEY} with "
                                       f"{ACCOUNT_KEY_KEY}, {SAS_TOKEN_KEY} or Azure AD login")
+            if not self._probed:
+                self._probe(str(self._service.url))
+                self._probed = True
             return self._service
+
+    @staticmethod
+    def _probe(url: str) -> None:
+        """One TCP connection to the Blob endpoint: a wrong or closed one fails now, in
+        seconds, not after the SDK's retries (a closed port: nearly 3 minutes, then its
+        traceback). The message names the endpoint, never a key."""
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parts.hostname or "", port), timeout=PROBE_TIMEOUT):
+                pass
+        except OSError as exc:
+            raise StoreUnreachableError(
+                f"cannot reach the Azure Blob endpoint {parts.scheme}://{parts.netloc}{parts.path} "
+                f"({type(exc).__name__}: {exc}, within {PROBE_TIMEOUT:g} s): check "
+                f"{CONNECTION_STRING_KEY} (its BlobEndpoint) or {ACCOUNT_NAME_KEY}, and that the "
+                "service is up and reachable from here") from exc
 
     @property
     def hierarchical_namespace(self) -> bool:
