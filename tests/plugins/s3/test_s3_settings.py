@@ -183,6 +183,13 @@ def test_unsupported_or_misspelled_encryption_is_refused(s3_config, s3_root):
         start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-XYZ"})
 
 
+def test_a_misspelled_storage_class_is_refused_before_the_job_starts(s3_config, s3_root):
+    """It failed at the first upload, with S3's raw InvalidStorageClass."""
+    with pytest.raises(outcommit.ConfigError, match=r"storage-class='standard_infrequent'.*standard_ia"):
+        outcommit.create_committer(f"{s3_root}/c", {**s3_config,
+                                                    "outcommit.s3.storage-class": "standard_infrequent"})
+
+
 def test_stores_share_one_botocore_model_loader(s3_config, s3_root):
     """A new store must not parse botocore's JSON models again (the fault matrix opens
     hundreds of stores: that parse was half of its CPU time)."""

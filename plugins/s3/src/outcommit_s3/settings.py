@@ -9,6 +9,7 @@ log ``describe()``, which leaves them out.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,6 +168,16 @@ def _size(value: str) -> int:
     return int(number) * factor
 
 
+@functools.lru_cache(maxsize=1)
+def _storage_classes() -> tuple[str, ...]:
+    """The storage classes botocore's S3 model knows (read once, when one is configured):
+    a misspelled one failed only at the first upload, with S3's InvalidStorageClass."""
+    import botocore.session
+
+    shape = botocore.session.get_session().get_service_model("s3").shape_for("StorageClass")
+    return tuple(shape.enum)
+
+
 @dataclass(frozen=True)
 class S3Settings:
     """Resolved connection and upload settings of one store."""
@@ -227,6 +238,9 @@ class S3Settings:
             raise ConfigError(f"{ACL}={acl!r}: use a canned ACL such as bucket-owner-full-control, "
                               f"private ({', '.join(sorted(set(_ACLS.values())))})")
         storage_class = setting(config, STORAGE_CLASS)
+        if storage_class and storage_class.upper() not in _storage_classes():
+            raise ConfigError(f"{STORAGE_CLASS}={storage_class!r}: use one of "
+                              f"{', '.join(c.lower() for c in _storage_classes())}")
         return cls(
             endpoint_url=endpoint or None,
             access_key=setting(config, ACCESS_KEY) or None,
