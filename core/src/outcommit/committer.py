@@ -345,7 +345,7 @@ class Committer:
             "reason": f"{type(error).__name__}: {error}" if error else ""})
 
     def interrupted_commit_kept(self, job: JobContext, error: BaseException | None = None,
-                                aborted: bool = False) -> None:
+                                aborted: bool = False, began: bool = True) -> None:
         """Abort or cleanup met a job commit that began and was neither finished (no
         ``_SUCCESS`` of the job) nor undone: the job's state, the only evidence of what
         that commit published, stays, so that aborting the job again removes those files.
@@ -354,7 +354,8 @@ class Committer:
         ``aborted``: an abort kept it, and says so in its note (:data:`ABORT_NOTE`): this
         job attempt was aborted, so its commit is never resumed, and ``outcommit jobs
         abort`` may act on it without ``--interrupted``. A cleanup after such an abort
-        logs no second error.
+        logs no second error. ``began=False``: the store could not even tell whether a
+        commit began (``error``): the state stays all the same, and the log says so.
         """
         evidence = self.job_evidence(job)
         state = evidence.store.url(evidence.root) if evidence is not None else "its temporary area"
@@ -368,9 +369,12 @@ class Committer:
             self.logger(job).info("the job's state stays at %s, as its abort said", state)
             return
         because = f" ({type(error).__name__}: {error})" if error is not None else ""
+        what = ("the interrupted job commit into %s was not undone%s: files it published may be "
+                "visible" if began else
+                "could not tell whether a job commit into %s began%s: if one did, files it "
+                "published may be visible")
         self.logger(job).error(
-            "the interrupted job commit into %s was not undone%s: files it published may be "
-            "visible. The job's state stays at %s: abort job %s again ('outcommit jobs abort %s "
+            what + ". The job's state stays at %s: abort job %s again ('outcommit jobs abort %s "
             "%s --committer %s --force', with the job's --conf settings) to remove them",
             self.destination, because, state, job.job_id, self.destination, job.job_id, self.name)
 
@@ -609,6 +613,7 @@ class JobDirectoryCommitter(Committer):
         ``_SUCCESS``) nor was undone by ``abort_job`` (which deletes the journal with the
         rest): that state is the evidence an abort needs, so only the job ends.
         """
+        began = False
         try:
             began = journal.exists(self.store, self.job_dir(job.job_id))
             interrupted, error = began and self.own_success(job) is None, None
@@ -616,7 +621,7 @@ class JobDirectoryCommitter(Committer):
             interrupted, error = True, exc
         if interrupted:
             self.end_job(job)
-            self.interrupted_commit_kept(job, error)
+            self.interrupted_commit_kept(job, error, began=began)
             return
         self.end_job_and_delete_state(job)
 

@@ -6,7 +6,7 @@ import json
 import posixpath
 
 import pytest
-from s3_helpers import run_task, start
+from s3_helpers import outcome, run_task, start
 
 import outcommit
 from outcommit import CorruptFileError, load_success
@@ -403,6 +403,29 @@ def test_an_aborted_job_whose_state_was_kept_is_never_committed(config, s3_root)
     again.abort_job(job)
     again.cleanup_job(job)
     assert visible_files(store, dest) == {} and leftovers(store, dest) == []
+
+
+def test_an_abort_that_cannot_tell_whether_a_commit_began_says_so(config, s3_root, caplog):
+    """The store could not answer whether the job's commit began (its credentials were
+    refused): the abort logged 'the interrupted job commit ... was not undone' for a job
+    that never began to commit. The state stays all the same; the log says what is known."""
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/cannot-tell"
+    store = outcommit.open_store(url, config)
+    committer, job = start(url, config, "magic")
+    run_task(committer, job, 0, {"a.bin": b"a"})
+    blind = FaultInjectingStore(store, [Fault(op, path_contains="_commit-started", times=-1,
+                                              error=PermissionError) for op in ("info", "exists")])
+    with caplog.at_level("ERROR", logger="outcommit"):
+        outcommit.create_committer(url, config, "magic", store=blind).abort_job(job)
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "could not tell whether a job commit into" in errors[0]
+    assert "interrupted job commit" not in errors[0]
+    assert committer.job_status(job.job_id, [0]) == "abort-kept"  # kept for the next abort
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    assert outcome(url, config) == ({}, [])
 
 
 def test_jobs_of_a_shared_staging_directory_are_listed_per_destination(s3_config, s3_root, tmp_path):

@@ -89,32 +89,34 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
     ``listed``: the job directory's files, listed beforehand (:func:`delete_state`).
     """
     layout, log = committer.layout(job), committer.logger(job)
-    kept: list[BaseException | None] = []
+    kept: list[tuple[BaseException | None, bool]] = []  # (why, whether a commit surely began)
     if end:
         _logged(log, "deleting the job markers", lambda: end_job(layout, job))
     if own_aborts:
         def abort_own() -> None:
+            began = False
             try:
                 began = not committed and committer.job_evidence(job).began(range(job.attempt + 1))
                 interrupted = began and not committer.kept_on_abort(job)
-            except Exception as exc:  # cannot tell whether it finished: keep the evidence
-                kept.append(exc)
+            except Exception as exc:  # cannot tell whether it began or finished: keep the evidence
+                kept.append((exc, began))
                 interrupted = False
             if interrupted and not delete_completed:
-                kept.append(None)  # cleanup never undoes a commit
+                kept.append((None, True))  # cleanup never undoes a commit
             try:
                 committer.ops.abort(known_commits(layout, committer.expectations(job)), log,
                                     delete_completed=interrupted and delete_completed)
             except Exception as exc:
                 if interrupted:
-                    kept.append(exc)
+                    kept.append((exc, True))
                 raise
         _logged(log, "aborting the job's own uploads", abort_own)
     if sweep_destination and committer.abort_pending:
         _logged(log, f"aborting pending uploads under {committer.destination}",
                 lambda: committer.sweep(job))
     if kept:
-        committer.interrupted_commit_kept(job, kept[0], aborted=delete_completed)
+        why, began = kept[0]
+        committer.interrupted_commit_kept(job, why, aborted=delete_completed, began=began)
     else:
         _logged(log, "deleting the job directory", lambda: delete_state(layout, listed))
     # Local staging data goes even when the store is unreachable.
