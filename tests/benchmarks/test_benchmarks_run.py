@@ -69,6 +69,24 @@ def test_delete_files_benchmark_runs() -> None:
 
 
 @pytest.mark.s3
+def test_conflict_modes_benchmark_runs() -> None:
+    out = run("conflict_modes.py", "--files", "20", "--partitions", "8", "--old-files", "4",
+              "--connections", "4")
+    rows = [line.split() for line in out.splitlines() if line.startswith(("magic ", "partitioned "))]
+    assert len(rows) == 8
+    # (committer, mode, destination) -> round trips. magic: check || record, 20 files on 4
+    # connections = 5 rounds of completions, _SUCCESS, the state's deletion; the listing of
+    # the destination runs beside the record (in series before: +1, +2 with old files).
+    # partitioned: 8 files = 2 rounds; its 8 partitions' listings on 4 threads are 2 rounds
+    # beside the record: +1 (in series before: +8). Old files: their DeleteObjects, +1.
+    trips = {(r[0], r[1], r[2]): float(r[6]) for r in rows}
+    assert trips == {("magic", "append", "empty"): 8.0, ("magic", "fail", "empty"): 8.0,
+                     ("magic", "replace", "empty"): 8.0, ("magic", "replace", "old-files"): 9.0,
+                     ("partitioned", "append", "empty"): 5.0, ("partitioned", "fail", "empty"): 6.0,
+                     ("partitioned", "replace", "empty"): 6.0, ("partitioned", "replace", "old-files"): 7.0}
+
+
+@pytest.mark.s3
 def test_spark_write_benchmark_runs_without_spark() -> None:
     out = run("spark_write.py", "--engines", "local", "--layouts", "task", "--rows", "2000",
               "--tasks", "2", "--repeat", "1", "--delay-ms", "1")
