@@ -14,12 +14,13 @@ prints its requests, its modelled time, that time in round trips, and its ratio 
 ``append`` commit of the same job in the same run.
 
 What it shows: the scope's listings (the destination, or each written partition
-``outcommit.committer.threads`` at a time, and for ``replace`` the pending uploads) run
-beside the job check and the commit record's creation, so ``fail`` and ``replace`` into
-an empty destination cost the round trips ``append`` does; deleting old files adds one
-``DeleteObjects`` per 1,000 (their round trip). Before, the listings came after the
-record, one after another: a ``partitioned`` ``replace`` of 1,000 partitions was 1,000
-listings in series (30 s at 30 ms).
+``outcommit.committer.threads`` at a time) run beside the job check and the commit
+record's creation, so ``fail`` and ``replace`` into an empty destination cost the round
+trips ``append`` does; ``replace`` over old files adds two: the pending uploads, listed
+right after the scope (the check that they are all still pending must be fresh when old
+data goes), and one ``DeleteObjects`` per 1,000 old files. Before, the listings came
+after the record, one after another: a ``partitioned`` ``replace`` of 1,000 partitions
+was 1,000 listings in series (30 s at 30 ms).
 """
 
 from __future__ import annotations

@@ -58,6 +58,41 @@ def test_a_skipped_sweep_is_reported_and_a_crashed_job_can_be_aborted_by_id(conf
     assert leftovers(store, store.strip(url)) == []
 
 
+def test_replace_checks_its_uploads_after_listing_the_destination(config, s3_root):
+    """The check that every upload is still pending (before old data goes) is listed
+    after the destination, not beside it: an upload aborted while a large destination is
+    listed (a lifecycle rule, 'outcommit uploads abort') is found, and nothing is deleted.
+    Listed beside it (found in review), the check could predate the abort: the old files
+    were deleted, the completion failed, and neither old nor new data was left."""
+    url = f"{s3_root}/aborted-meanwhile"
+    store = outcommit.open_store(url, config)
+    store.write_bytes(f"{store.strip(url)}/old.txt", b"old")
+    committer, job = start(url, config, "magic", **{"outcommit.committer.conflict-mode": "replace"})
+    message = run_task(committer, job, 0, {"new.txt": b"new"})
+    listed, checked = [], []
+    list_files, list_pending = committer.store.list_files, committer.mp.list_pending
+
+    def listing(path, *args, **kwargs):
+        found = list_files(path, *args, **kwargs)
+        if path.rstrip("/") == committer.dest and not listed:
+            for upload in list_pending(committer.dest + "/"):  # aborted while it was listed
+                committer.mp.abort(upload.path, upload.upload_id)
+            listed.append(True)
+        return found
+
+    def pending(*args, **kwargs):
+        checked.append(bool(listed))  # was the destination listed when this began?
+        return list_pending(*args, **kwargs)
+
+    committer.store.list_files, committer.mp.list_pending = listing, pending
+    with pytest.raises(JobCommitError, match=r"no longer pending.*nothing was deleted"):
+        committer.commit_job(job, [message])
+    assert checked[0] is True
+    assert visible_files(store, store.strip(url)) == {"old.txt": b"old"}
+    committer.abort_job(job)
+    assert leftovers(store, store.strip(url)) == []
+
+
 def test_replace_fails_when_s3_refuses_to_delete_old_data(config, s3_root):
     url = f"{s3_root}/undeletable"
     store = outcommit.open_store(url, config)

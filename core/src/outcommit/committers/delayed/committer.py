@@ -289,7 +289,6 @@ class DelayedCompletionCommitter(Committer):
                 raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
 
         scanning: list[Future[conflicts.Scan | None]] = []
-        listing_pending: list[Future[Any]] = []
 
         def load_and_record() -> tuple[JobCommits, bool]:
             # Validated in full before anything is acted on; held compressed, streamed after.
@@ -299,8 +298,6 @@ class DelayedCompletionCommitter(Committer):
             if self.conflict_mode != "append":  # listings only: beside the record's creation
                 scanning.append(beside.submit(conflicts.scan, self.ops, self.conflict_mode,
                                               self.conflict_scope, loaded))
-                if self.conflict_mode == "replace":
-                    listing_pending.append(beside.submit(self.ops.pending_lookup))
             # The call's own nonce: a create whose response was lost (retried, then
             # refused as existing) is still this call's.
             nonce = uuid.uuid4().hex
@@ -315,8 +312,10 @@ class DelayedCompletionCommitter(Committer):
 
         # The job check runs beside the pendingsets' loading and the commit record's
         # creation, and so do the conflict mode's listings: one round trip before the
-        # first completion (or the first delete of 'replace'), not two or three.
-        with ThreadPoolExecutor(3, thread_name_prefix="outcommit-record") as beside:
+        # first completion, not two (or 'replace' over old files: two, not three). The
+        # listings are not waited for before this call knows it may go on.
+        beside = ThreadPoolExecutor(2, thread_name_prefix="outcommit-record")
+        try:
             loading = beside.submit(load_and_record)
             refused: BaseException | None = None
             try:
@@ -324,7 +323,11 @@ class DelayedCompletionCommitter(Committer):
             except Exception as exc:
                 refused = exc
             wait([loading])
-        done, resumed = self._committed_before(job, refused, loading)
+            done, resumed = self._committed_before(job, refused, loading)
+        except BaseException:
+            beside.shutdown(wait=False, cancel_futures=True)  # read-only listings: let them go
+            raise
+        beside.shutdown(wait=done is None, cancel_futures=done is not None)
         if done is not None:
             return done
         try:
@@ -339,8 +342,7 @@ class DelayedCompletionCommitter(Committer):
             else:
                 removed = conflicts.resolve(
                     self.ops, self.conflict_mode, self.conflict_scope, commits, self.destination, log,
-                    scanned=scanning[0].result() if scanning else None,
-                    pending=listing_pending[0].result if listing_pending else None)
+                    scanned=scanning[0].result() if scanning else None)
             progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
             running: set[tuple[str, str]] = set()
             swept: list[Future[Sweep]] = []

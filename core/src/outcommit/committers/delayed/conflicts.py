@@ -7,6 +7,9 @@ the partition directories the job writes (``partitioned``: dynamic partition ove
 Job commit looks at the scope (:func:`scan`: listings only, nothing changes) beside its
 job check and the creation of its commit record, and acts on what it found
 (:func:`resolve`) once the record exists: the listings cost no round trip of their own.
+For ``replace`` over old files the scan then lists the pending uploads too, right after
+the scope however long that took, so the check that every upload is still pending is
+at most a round trip old when the old files are deleted.
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ Scope = Literal["destination", "partitions"]
 @dataclass(frozen=True)
 class Scan:
     """What the scope held when it was listed: its roots (relative to the destination)
-    and the files in it that are not this job's nor hidden."""
+    and the files in it that are not this job's nor hidden; for ``replace`` over old
+    files, the pending uploads listed right after (:meth:`CommitOperations.pending_lookup`)."""
 
     roots: list[str]
     existing: list[str]
+    pending: Callable[[PendingCommit], bool] | None = None
 
 
 def _scope_files(ops: CommitOperations, scope: Scope,
@@ -61,18 +66,17 @@ def scan(ops: CommitOperations, mode: str, scope: Scope,
         return None
     ours = {c.path for c in commits}  # completed by an earlier try of this very commit
     roots, candidates = _scope_files(ops, scope, commits)
-    return Scan(roots, [i.path for i in candidates
-                        if i.path not in ours and not is_hidden_path(relative_to(i.path, ops.dest))])
+    existing = [i.path for i in candidates
+                if i.path not in ours and not is_hidden_path(relative_to(i.path, ops.dest))]
+    pending = ops.pending_lookup() if mode == "replace" and existing else None
+    return Scan(roots, existing, pending)
 
 
 def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[PendingCommit],
-            destination: str, log: Logger, scanned: Scan | None = None,
-            pending: Callable[[], Callable[[PendingCommit], bool]] | None = None) -> int:
+            destination: str, log: Logger, scanned: Scan | None = None) -> int:
     """Apply conflict ``mode`` to the job's ``commits``; returns how many objects were deleted.
 
     ``scanned``: the scope as :func:`scan` found it (listed here when not given).
-    ``pending``: the pending uploads under the destination, listed beforehand
-    (:meth:`CommitOperations.pending_lookup`), for the check before anything is deleted.
     """
     found = scanned if scanned is not None else scan(ops, mode, scope, commits)
     if found is None or not found.existing:
@@ -84,7 +88,7 @@ def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[
         raise DestinationExistsError(
             f"{where} of {destination} already hold data ({ops.store.url(existing[0])}, ...) "
             "and the conflict mode is 'fail': use 'append' or 'replace', or another destination")
-    ops.check_completable(commits, pending() if pending is not None else None)
+    ops.check_completable(commits, found.pending)
     ops.store.delete_files(existing, threads=ops.threads)
     log.info("replace: deleted %d existing files", len(existing))
     return len(existing)
