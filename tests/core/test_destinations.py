@@ -30,17 +30,20 @@ def test_an_empty_destination_never_means_the_current_directory(url, tmp_path, m
     directory's files (they were outside any destination the user named)."""
     (tmp_path / "important.txt").write_text("keep")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match=r"empty|names no path"):
+    with pytest.raises(ConfigError, match=r"empty|names no path|relative file URL"):
         replace_job(url)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["important.txt"]
 
 
 @pytest.mark.parametrize(("url", "message"), [
     ("file:///", "root of its filesystem"),
+    ("file://localhost", "root of its filesystem"),
     ("file:///tmp/..", "'..' path component"),
     ("file:///tmp/./x", "'..' path component"),
     ("file://tmp/x", "names no host"),
-    ("s3:/bucket/x", "no '//'"),
+    ("file:tmp/x", "relative file URL"),
+    ("s3:/bucket/x", "without '//'"),
+    ("hdfs:/user/x", r"without '//': write hdfs://authority/path .*hdfs:///path"),
     ("hdfs://namenode:8020/", "root of its filesystem"),
 ])
 def test_a_destination_that_names_another_place_is_refused(url, message, tmp_path, monkeypatch):
@@ -64,7 +67,16 @@ def test_hadoops_and_rfc_8089s_spellings_name_the_local_path(spelling, tmp_path,
     assert committed_files(url) == [f"file://{target}/part-0.csv"]
 
 
-def test_a_relative_path_with_a_colon_is_written_as_dot_slash():
-    with pytest.raises(ConfigError, match=r"\./data:2024"):
-        normalise_url("data:2024")
-    assert normalise_url("./data:2024").endswith("/data:2024")
+@pytest.mark.parametrize("name", ["data:2024", "run-2026-01-01T10:00", "./data:2024"])
+def test_a_relative_path_with_a_colon_is_a_path(name, tmp_path, monkeypatch):
+    """A timestamped directory is not a URL: only a store's scheme is (found in review)."""
+    monkeypatch.chdir(tmp_path)
+    assert normalise_url(name) == f"file://{tmp_path}/{name.removeprefix('./')}"
+
+
+def test_a_committer_made_directly_never_takes_an_empty_url_for_the_current_directory():
+    """Through the factory an empty file URL is refused; a store used directly refuses it too."""
+    store = outcommit.open_store("file:///tmp")
+    for url in ("file://", ""):
+        with pytest.raises(ConfigError, match="names no path"):
+            store.strip(url)

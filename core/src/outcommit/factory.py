@@ -15,7 +15,7 @@ from .capabilities import STORE_CAPABILITIES
 from .committer import Committer
 from .config import Config, redact
 from .errors import ConfigError, UnsafeCommitterError
-from .plugins import get_registry
+from .plugins import KNOWN_DISTRIBUTIONS, get_registry
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -77,9 +77,10 @@ def normalise_url(destination: str) -> str:
 
     Refused (:class:`ConfigError`), because each would quietly name another place than
     the one meant: an empty destination (an unset variable: the current directory), a
-    ``file`` URL naming a host (``file://tmp/x`` is host ``tmp``), and ``scheme:path``
-    without ``//`` other than Hadoop's ``file:/path``, which is taken as ``file:///path``;
-    ``file://localhost/path`` is ``file:///path``.
+    ``file`` URL naming a host (``file://tmp/x`` is host ``tmp``) or a relative path
+    (``file:tmp``), and a store's scheme without ``//`` (``s3:/bucket``, ``hdfs:/path``).
+    Hadoop's ``file:/path`` is ``file:///path``, ``file://localhost/path`` too; any other
+    ``name:`` prefix is part of a relative path (``run-2026-01-01T10:00``).
     """
     if not destination.strip():
         raise ConfigError("the destination is empty: give a URL (s3://bucket/table, "
@@ -100,15 +101,22 @@ def normalise_url(destination: str) -> str:
     named = _SCHEME_PREFIX.match(destination)
     if named:
         scheme, rest = named.group(1), destination[named.end():]
-        if not rest:
-            raise ConfigError(f"destination {destination!r} names no path: write "
-                              f"{scheme}://... or a path")
-        if scheme.lower() == "file" and rest.startswith("/"):
-            return "file://" + rest  # Hadoop's Path.toString() form
-        raise ConfigError(f"destination {destination!r} starts with the scheme {scheme!r} but no "
-                          f"'//': write {scheme}://{rest.lstrip('/')} (a local path with a colon: "
-                          f"./{destination})")
+        if scheme.lower() == "file":
+            if rest.startswith("/"):
+                return "file://" + rest  # Hadoop's Path.toString() form
+            raise ConfigError(f"destination {destination!r} is a relative file URL: write "
+                              "file:///abs/path, or the path itself")
+        if scheme.lower() in _url_schemes():
+            raise ConfigError(f"destination {destination!r} names the scheme {scheme!r} without "
+                              f"'//': write {scheme}://authority/path (s3://bucket/table, "
+                              f"hdfs://namenode:8020/path, hdfs:///path)")
+        # Any other 'name:...' is a relative path whose first name has a colon (a timestamp).
     return "file://" + os.path.abspath(destination)
+
+
+def _url_schemes() -> set[str]:
+    """The schemes a destination may name: registered, or of a plugin known by name."""
+    return {s.lower() for s in get_registry().stores()} | {s.lower() for s in KNOWN_DISTRIBUTIONS}
 
 
 def scheme_of(url: str) -> str:

@@ -62,6 +62,30 @@ def test_an_unreachable_endpoint_is_one_clear_error_in_seconds(azure_root: str, 
     assert ACCOUNT_KEY not in str(caught.value)
 
 
+def test_the_endpoint_probe_yields_to_a_proxy_and_to_its_key(azure_root: str, azure_config: dict,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network that reaches the endpoint only through a proxy refuses the direct probe
+    while the SDK (which honours HTTP(S)_PROXY) would work: found in review."""
+    from outcommit.errors import StoreUnreachableError
+
+    closed = "http://127.0.0.1:1/devstoreaccount1"
+    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(StoreUnreachableError, match=r"outcommit\.azure\.connection\.probe=false"):
+        AzureStore._probe(closed)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:3128")
+    AzureStore._probe(closed)  # the proxy serves it: no direct connection is tried
+    monkeypatch.delenv("HTTP_PROXY")
+
+    connection = azure_config["outcommit.azure.connection-string"]
+    blob_endpoint = next(p for p in connection.split(";") if p.startswith("BlobEndpoint="))
+    config = {**azure_config, "outcommit.azure.connection-string":
+              connection.replace(blob_endpoint, f"BlobEndpoint={closed}")}
+    with pytest.raises(StoreUnreachableError):
+        _ = open_store(azure_root, config).service
+    assert open_store(azure_root, {**config, "outcommit.azure.connection.probe": "false"}).service
+
+
 def test_rename_refuses_to_overwrite_and_records_its_source(azure_root: str, azure_config: dict) -> None:
     store = open_store(azure_root, azure_config)
     root = store.strip(azure_root)

@@ -11,7 +11,7 @@ import fsspec
 
 from .. import capabilities as caps
 from ..capabilities import Capabilities
-from ..errors import RenameError
+from ..errors import ConfigError, RenameError
 from ..store import Store
 
 LOCAL_CAPABILITIES = Capabilities.of(
@@ -32,8 +32,10 @@ class LocalStore(Store):
         return fsspec.filesystem("file", auto_mkdir=True)
 
     def strip(self, url: str) -> str:
-        if url[:17].lower() == "file://localhost/":  # RFC 8089: the local host, named
-            url = "file:///" + url[17:]
+        if url[:16].lower() == "file://localhost" and url[16:17] in ("", "/"):
+            url = "file:///" + url[17:]  # RFC 8089: the local host, named
+        if url in ("", "file:", "file://"):  # fsspec would take it for the current directory
+            raise ConfigError(f"{url!r} names no path: write file:///abs/path")
         path = super().strip(url)
         return os.path.abspath(path) if not path.startswith("/") else path
 

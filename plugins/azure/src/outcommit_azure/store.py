@@ -36,6 +36,7 @@ import threading
 import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import fsspec
 
@@ -63,6 +64,7 @@ ACCOUNT_KEY_KEY = "outcommit.azure.account-key"
 SAS_TOKEN_KEY = "outcommit.azure.sas-token"
 HNS_KEY = "outcommit.azure.hns"
 BLOCK_SIZE_KEY = "outcommit.azure.block-size"
+PROBE_KEY = "outcommit.azure.connection.probe"
 #: Seconds the one TCP connection made before the first request may take.
 PROBE_TIMEOUT = 10.0
 
@@ -74,6 +76,9 @@ CONFIG_KEYS: dict[str, str] = {
     HNS_KEY: "auto (default: ask the account), true or false: hierarchical namespace",
     BLOCK_SIZE_KEY: f"blocklist: bytes per staged block (default {DEFAULT_PART_SIZE}); a writer "
                     "keeps one block per file in memory until it is staged",
+    PROBE_KEY: "true (default): before the first request, check the Blob endpoint accepts "
+               "connections (skipped where a proxy serves it), so a wrong endpoint fails in "
+               "seconds with a clear error instead of after the SDK's retries",
 }
 
 _COPY_POLL_SECONDS = 0.05
@@ -142,7 +147,8 @@ class AzureStore(Store):
                                       f"{CONNECTION_STRING_KEY}, or {ACCOUNT_NAME_KEY} with "
                                       f"{ACCOUNT_KEY_KEY}, {SAS_TOKEN_KEY} or Azure AD login")
             if not self._probed:
-                self._probe(str(self._service.url))
+                if self.config.get_bool(PROBE_KEY, True):
+                    self._probe(str(self._service.url))
                 self._probed = True
             return self._service
 
@@ -150,8 +156,12 @@ class AzureStore(Store):
     def _probe(url: str) -> None:
         """One TCP connection to the Blob endpoint: a wrong or closed one fails now, in
         seconds, not after the SDK's retries (a closed port: nearly 3 minutes, then its
-        traceback). The message names the endpoint, never a key."""
+        traceback). The message names the endpoint, never a key. Skipped where a proxy
+        serves the endpoint (the SDK honours HTTPS_PROXY; a direct connection may be
+        refused there while the SDK's requests go through)."""
         parts = urlsplit(url)
+        if parts.scheme in getproxies() and not proxy_bypass(parts.hostname or ""):
+            return
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             with socket.create_connection((parts.hostname or "", port), timeout=PROBE_TIMEOUT):
@@ -161,7 +171,7 @@ class AzureStore(Store):
                 f"cannot reach the Azure Blob endpoint {parts.scheme}://{parts.netloc}{parts.path} "
                 f"({type(exc).__name__}: {exc}, within {PROBE_TIMEOUT:g} s): check "
                 f"{CONNECTION_STRING_KEY} (its BlobEndpoint) or {ACCOUNT_NAME_KEY}, and that the "
-                "service is up and reachable from here") from exc
+                f"service is up and reachable from here ({PROBE_KEY}=false skips this check)") from exc
 
     @property
     def hierarchical_namespace(self) -> bool:

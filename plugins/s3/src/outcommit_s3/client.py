@@ -34,29 +34,51 @@ from outcommit.errors import (
     StoreUnreachableError,
 )
 
-from .settings import ACCESS_KEY, ENDPOINT, PROFILE, REGION, ROLE_ARN, SECRET_KEY, S3Settings
+from .settings import (
+    ACCESS_KEY,
+    ENDPOINT,
+    PROFILE,
+    REGION,
+    ROLE_ARN,
+    SECRET_KEY,
+    STORAGE_CLASS,
+    S3Settings,
+)
 
 _CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
                      "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
 
 
 class RedactSessionTokens(logging.Filter):
-    """Replace the value of every ``X-Amz-Security-Token`` (header, signed header line,
-    query parameter) in a record with ``<redacted>``. Runs only for records a logger
-    makes, so it costs nothing unless botocore logs at DEBUG."""
+    """Replace secrets in a botocore record with ``<redacted>``: every
+    ``X-Amz-Security-Token`` (header, signed header line, query parameter), and the
+    ``SecretAccessKey``/``SessionToken`` of a credentials answer (STS AssumeRole's XML,
+    JSON). Runs only for records a logger makes, so it costs nothing unless botocore
+    logs at DEBUG."""
 
-    _TOKEN = re.compile(r"(x-amz-security-token['\"]?\s*[:=]\s*b?['\"]?)[^'\"\s,;&}]+", re.IGNORECASE)
+    _PATTERNS = (
+        re.compile(r"(x-amz-security-token['\"]?\s*[:=]\s*b?['\"]?)[^'\"\s,;&}]+", re.IGNORECASE),
+        re.compile(r"(<(SecretAccessKey|SessionToken)>)[^<]*(?=</\2>)"),
+        re.compile(r"(['\"](?:SecretAccessKey|SessionToken|secret_key|token)['\"]\s*:\s*['\"])"
+                   r"[^'\"]*", re.IGNORECASE),
+    )
+    _MARKERS = ("security-token", "secretaccesskey", "sessiontoken", "secret_key", "token")
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if "security-token" in message.lower():
-            record.msg, record.args = self._TOKEN.sub(r"\1<redacted>", message), None
+        lowered = message.lower()
+        if any(marker in lowered for marker in self._MARKERS):
+            for pattern in self._PATTERNS:
+                message = pattern.sub(r"\1<redacted>", message)
+            record.msg, record.args = message, None
         return True
 
 
-#: botocore's loggers whose DEBUG records hold request headers and signed header lines.
+#: botocore's loggers whose DEBUG records hold request headers, signed header lines or
+#: response bodies (an assumed role's credentials are one).
 BOTOCORE_HEADER_LOGGERS = ("botocore.endpoint", "botocore.auth", "botocore.awsrequest",
-                           "botocore.httpsession", "botocore.hooks", "botocore.retryhandler")
+                           "botocore.httpsession", "botocore.hooks", "botocore.retryhandler",
+                           "botocore.parsers", "botocore.credentials", "botocore.utils")
 
 
 def _redact_botocore_logs() -> None:
@@ -252,6 +274,10 @@ class TranslatingClient:
                 error = StorePermissionError(
                     f"access denied ({code}) for {operation} on {context}: the credentials may not "
                     f"do {operation} there; grant it in the bucket or IAM policy")
+            elif code == "InvalidStorageClass":
+                error = StoreError(
+                    f"{self.endpoint} refused the storage class {self._settings.storage_class!r} "
+                    f"for {operation} on {where}: set {STORAGE_CLASS} to one the store offers")
             elif code == "403" and operation.startswith("head_"):  # a HEAD answer has no body
                 error = StorePermissionError(
                     f"S3 answered 403 Forbidden to {operation} on {context}, without a reason (a HEAD "

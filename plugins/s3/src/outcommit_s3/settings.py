@@ -10,11 +10,14 @@ log ``describe()``, which leaves them out.
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from outcommit import Config
 from outcommit.multipart import DEFAULT_PART_SIZE, JOB_COMMIT_SIDE_REQUESTS
+
+log = logging.getLogger(__name__)
 
 ENDPOINT = "outcommit.s3.endpoint"
 ACCESS_KEY = "outcommit.s3.access-key"
@@ -239,8 +242,12 @@ class S3Settings:
                               f"private ({', '.join(sorted(set(_ACLS.values())))})")
         storage_class = setting(config, STORAGE_CLASS)
         if storage_class and storage_class.upper() not in _storage_classes():
-            raise ConfigError(f"{STORAGE_CLASS}={storage_class!r}: use one of "
-                              f"{', '.join(c.lower() for c in _storage_classes())}")
+            known = ", ".join(c.lower() for c in _storage_classes())
+            if not endpoint:  # AWS: a class its model does not know fails every upload
+                raise ConfigError(f"{STORAGE_CLASS}={storage_class!r}: use one of {known}")
+            # S3-compatible stores have classes of their own (Ceph RGW placement targets).
+            log.warning("%s=%r is not one of AWS's storage classes (%s): sent as given to %s",
+                        STORAGE_CLASS, storage_class, known, endpoint)
         return cls(
             endpoint_url=endpoint or None,
             access_key=setting(config, ACCESS_KEY) or None,
