@@ -137,3 +137,15 @@ def test_settings_first_used_at_job_commit_fail_before_any_task_runs(key, value,
         LocalDriver(f"file://{dest}", committer="v2", config={key: value}).run(
             [pa.table({"a": [1]}), pa.table({"a": [2]})])
     assert not dest.exists()
+
+
+def test_an_abort_never_needs_the_summary_report_directorys_plugin(tmp_path) -> None:
+    """Only job setup checks that scheme (review: a check in the constructor made aborts
+    and executors need a plugin only the driver's report uses)."""
+    dest = f"file://{tmp_path}/out"
+    committer = outcommit.create_committer(dest, {"outcommit.summary-report-dir": "ftp://reports/x"}, "v1")
+    job = JobContext(dest)
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    with pytest.raises(outcommit.UnknownSchemeError, match="ftp"):
+        committer.setup_job(job)

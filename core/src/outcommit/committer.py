@@ -102,6 +102,11 @@ class Committer:
         RetryPolicy.from_config(self.config)
         self.config.get_int(progress.INTERVAL_KEY, 10, minimum=0)
         self.config.get_bool(progress.BAR_KEY, False)
+
+    def check_summary_report_dir(self) -> None:
+        """At job setup: a summary report directory no installed plugin serves fails the
+        job before any task runs. Not when the committer is made: executors, aborts and
+        cleanups never write the report, and must not need its plugin."""
         report_dir = self.summary_report_dir()
         if report_dir:
             from .factory import normalise_url, scheme_of
@@ -584,6 +589,7 @@ class JobDirectoryCommitter(Committer):
         return lambda entry: [entry.source]
 
     def setup_job(self, job: JobContext) -> None:
+        self.check_summary_report_dir()
         self.check_destination_on_setup(job)
         attempt_dir = self.job_attempt_dir(job)
         self.store.mkdirs(attempt_dir)

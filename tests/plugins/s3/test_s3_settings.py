@@ -196,6 +196,25 @@ def test_an_assumed_roles_credentials_are_not_in_botocores_debug_records(s3_serv
     assert "x-amz-security-token:<redacted>" in logged.lower()  # the role's token, in requests
 
 
+def test_an_untrusted_certificate_is_not_told_to_switch_to_plain_http(s3_config, s3_root):
+    """Review: every TLS failure said to write http://, which for a self-signed MinIO or
+    TLS interception would send the data and the session token unencrypted; and a TLS
+    failure, a ConnectionError, was retried by the committers."""
+    import ssl
+
+    from botocore.exceptions import SSLError
+
+    client = outcommit.open_store(s3_root, s3_config).client
+    untrusted = SSLError(endpoint_url="https://minio.example:9000", error=ssl.SSLCertVerificationError(
+        1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate"))
+    error = client.translate(untrusted, "head_object", "b", "k")
+    assert "CA bundle" in str(error) and "write it with http://" not in str(error)
+    assert not isinstance(error, ConnectionError)
+    plain = SSLError(endpoint_url="https://127.0.0.1:9000", error=ssl.SSLError(
+        1, "[SSL: WRONG_VERSION_NUMBER] wrong version number"))
+    assert "write it with http://" in str(client.translate(plain, "head_object", "b", "k"))
+
+
 def test_unsupported_or_misspelled_encryption_is_refused(s3_config, s3_root):
     with pytest.raises(outcommit.ConfigError, match=r"SSE-C .* is not supported"):
         start(f"{s3_root}/c", {**s3_config, "outcommit.s3.encryption.algorithm": "SSE-C"})

@@ -244,11 +244,19 @@ class TranslatingClient:
         where = f"s3://{bucket}/{key or ''}" if bucket else "S3"
         context = (f"{where} (endpoint {self.endpoint}, region {self._settings.region}; "
                    f"credentials: {self.credential_source})")
-        if isinstance(exc, SSLError):  # before EndpointConnectionError: it is one
-            error: StoreError = StoreUnreachableError(
-                f"no TLS connection to {context}: {exc}. If the endpoint serves plain HTTP, "
-                f"write it with http:// in {ENDPOINT} (Hadoop fs.s3a.endpoint, or "
-                "fs.s3a.connection.ssl.enabled=false)")
+        if isinstance(exc, SSLError):
+            # Not a ConnectionError: the committers' retries would only repeat it.
+            reason = str(exc)
+            if "CERTIFICATE_VERIFY_FAILED" in reason:
+                fix = ("the server's certificate is not trusted here: give its CA bundle "
+                       "(AWS_CA_BUNDLE, or ca_bundle in the AWS config file)")
+            elif "WRONG_VERSION_NUMBER" in reason or "UNKNOWN_PROTOCOL" in reason:
+                fix = (f"the endpoint does not speak TLS: if it serves plain HTTP, write it with "
+                       f"http:// in {ENDPOINT} (Hadoop fs.s3a.endpoint, or "
+                       "fs.s3a.connection.ssl.enabled=false)")
+            else:
+                fix = f"check {ENDPOINT} (Hadoop fs.s3a.endpoint) and the TLS settings"
+            error: StoreError = StoreError(f"no TLS connection to {context}: {exc}. {fix}")
         elif isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
             error = StoreUnreachableError(
                 f"cannot reach {context}: {exc}. Check {ENDPOINT} (Hadoop fs.s3a.endpoint)")

@@ -116,6 +116,7 @@ class DelayedCompletionCommitter(Committer):
 
     # -- job lifecycle ------------------------------------------------------------------------------
     def setup_job(self, job: JobContext) -> None:
+        self.check_summary_report_dir()
         if self.conflict_scope == "destination" and not self._commit_began_before(job):
             self.check_destination_free_of_others(job)
         layout = self.layout(job)
