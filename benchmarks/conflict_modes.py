@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import outcommit
 from outcommit import JobContext
 from outcommit.testing.faults import stop_process
-from outcommit_devtools.costmodel import CostModel, Meter, attach_botocore
+from outcommit_devtools.costmodel import CostModel, Meter, metered_job_commit
 from s3_commit_scale import BUCKET, start_moto_process
 
 TASKS = 16
@@ -61,14 +61,7 @@ def metered_commit(url: str, config: dict[str, str], committer_name: str, names:
         for name in names[index::TASKS]:
             fs.pipe_file(f"{base}/{name}", b"x" * 1000)
         messages.append(committer.commit_task(task))
-    meter = Meter(model)
-    detach = attach_botocore(committer.store.client, meter)
-    try:
-        with meter.measure():
-            committer.commit_job(job, messages)
-    finally:
-        detach()
-    return meter
+    return metered_job_commit(committer, job, messages, model)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ from typing import Any
 
 import outcommit
 from outcommit import JobContext
-from outcommit_devtools.costmodel import CostModel, Meter, attach_botocore
+from outcommit_devtools.costmodel import CostModel, Meter, metered_job_commit
 from outcommit_s3.embedded import start_moto_server
 
 BUCKET = "bench"
@@ -47,17 +47,6 @@ def prepare(name: str, url: str, config: dict[str, Any], tasks: int, files: int,
     with ThreadPoolExecutor(max_workers=8) as pool:
         messages = list(pool.map(run, range(tasks)))
     return committer, job, messages
-
-
-def measure(committer: Any, job: JobContext, messages: list, model: CostModel, size_of: Any) -> Meter:
-    meter = Meter(model)
-    detach = attach_botocore(committer.store.client, meter, size_of)
-    try:
-        with meter.measure():
-            committer.commit_job(job, messages)
-    finally:
-        detach()
-    return meter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             committer, job, messages = prepare(name, url, config, args.tasks, args.files, args.size)
             prepared = time.perf_counter() - started
-            meter = measure(committer, job, messages, model, size_of)
+            meter = metered_job_commit(committer, job, messages, model, size_of)
             store = outcommit.open_store(url, config)
             visible = [f for f in store.list_files(store.strip(url)) if "/_" not in f.path]
             assert len(visible) == total_files, f"{name}: {len(visible)} files visible"

@@ -20,6 +20,7 @@ from outcommit_devtools.costmodel import (
     MeteredStore,
     attach_botocore,
     measure_client_cpu,
+    metered_job_commit,
 )
 
 MODEL = CostModel(request_latency=0.1, copy_bandwidth=1_000_000)
@@ -147,7 +148,7 @@ def test_rate_limit_bounds_a_phase():
     assert meter.modelled_seconds == pytest.approx(0.5)
 
 
-def metered_job_commit(url: str, config: dict[str, str], committer_name: str = "magic",
+def metered_job(url: str, config: dict[str, str], committer_name: str = "magic",
                        files: tuple[str, ...] = ("0/a", "0/b", "1/a", "1/b", "2/a", "2/b"),
                        existing: tuple[str, ...] = ()) -> Meter:
     """A job of one task per directory of ``files`` (1000 bytes each), committed with every
@@ -166,19 +167,12 @@ def metered_job_commit(url: str, config: dict[str, str], committer_name: str = "
                 with committer.filesystem(task).open(f"{committer.work_path(task)}/{name}", "wb") as f:
                     f.write(b"x" * 1000)
         messages.append(committer.commit_task(task))
-    meter = Meter(MODEL)
-    detach = attach_botocore(committer.store.client, meter)
-    try:
-        with meter.measure():
-            committer.commit_job(job, messages)
-    finally:
-        detach()
-    return meter
+    return metered_job_commit(committer, job, messages, MODEL)
 
 
 @pytest.mark.s3
 def test_botocore_counts_are_exact_for_a_magic_job_commit(s3_config, s3_root):
-    meter = metered_job_commit(f"{s3_root}/metered", s3_config)
+    meter = metered_job(f"{s3_root}/metered", s3_config)
     assert meter.bytes_copied == 0 and meter.requests["CopyObject"] == 0
     assert meter.requests == {"HeadObject": 1, "PutObject": 2, "CompleteMultipartUpload": 6,
                               "DeleteObject": 1, "ListMultipartUploads": 1, "ListObjectsV2": 2,
@@ -197,13 +191,13 @@ def test_replace_lists_its_scope_beside_the_commit_record(s3_config, s3_root):
     pending uploads are listed right after the destination (the check before deleting
     must be fresh), then the old files are deleted: two round trips more."""
     config = {**s3_config, "outcommit.committer.conflict-mode": "replace"}
-    empty = metered_job_commit(f"{s3_root}/empty", config)
+    empty = metered_job(f"{s3_root}/empty", config)
     assert empty.requests == {"HeadObject": 1, "PutObject": 2, "CompleteMultipartUpload": 6,
                               "DeleteObject": 1, "ListMultipartUploads": 1, "ListObjectsV2": 3,
                               "DeleteObjects": 1}
     assert empty.modelled_seconds == pytest.approx(0.5, abs=1e-3)  # was 0.6: the listing in series
 
-    full = metered_job_commit(f"{s3_root}/full", config, existing=("old-1", "old-2"))
+    full = metered_job(f"{s3_root}/full", config, existing=("old-1", "old-2"))
     assert full.requests["DeleteObjects"] == 2  # the old files, then the job's state
     assert full.requests["ListMultipartUploads"] == 2  # the check before deleting; the sweep
     # check || record || (destination, then pending uploads); DeleteObjects of the old files;
@@ -217,7 +211,7 @@ def test_partitioned_replace_lists_its_partitions_threads_at_once(s3_config, s3_
     threads are 2 rounds beside the record, where they were 8 listings in series."""
     config = {**s3_config, "outcommit.committer.conflict-mode": "replace"}
     files = tuple(f"date={day}/part" for day in range(8))
-    meter = metered_job_commit(f"{s3_root}/table", config, "partitioned", files=files)
+    meter = metered_job(f"{s3_root}/table", config, "partitioned", files=files)
     assert meter.requests["ListObjectsV2"] == 8 + 2  # the partitions; the job's state twice
     assert meter.requests["CompleteMultipartUpload"] == 8
     # 2 rounds of listings (beside check and record); 2 rounds of completions; _SUCCESS;

@@ -429,6 +429,20 @@ def attach_botocore(client: Any, meter: Meter,
     return detach
 
 
+def metered_job_commit(committer: Any, job: Any, messages: Sequence[Mapping[str, Any]] | None,
+                       model: CostModel, size_of: Callable[[str, str], int] | None = None) -> Meter:
+    """``committer.commit_job(job, messages)`` with every request of the committer's S3
+    client metered and priced by ``model`` (:func:`attach_botocore`)."""
+    meter = Meter(model)
+    detach = attach_botocore(committer.store.client, meter, size_of)
+    try:
+        with meter.measure():
+            committer.commit_job(job, messages)
+    finally:
+        detach()
+    return meter
+
+
 def measure_client_cpu(client: Any, bucket: str, requests: int = 200, threads: int = 1) -> float:
     """Client CPU seconds per S3 request of ``client`` on this machine (CompleteMultipartUpload).
 
