@@ -17,6 +17,7 @@ from .config import Config, redact
 from .errors import ConfigError, UnsafeCommitterError
 from .plugins import KNOWN_DISTRIBUTIONS, get_registry
 from .store import Store
+from .stores.local import canonical_file_url
 
 log = logging.getLogger(__name__)
 
@@ -86,18 +87,7 @@ def normalise_url(destination: str) -> str:
         raise ConfigError("the destination is empty: give a URL (s3://bucket/table, "
                           "file:///abs/path) or a path")
     if "://" in destination:
-        scheme, rest = destination.split("://", 1)
-        if scheme.lower() != "file":
-            return destination
-        host, _, path = rest.partition("/")
-        if not rest:  # fsspec would take it for the current directory
-            raise ConfigError(f"destination {destination!r} names no path: write file:///abs/path")
-        if host.lower() == "localhost":
-            return "file:///" + path
-        if host:
-            raise ConfigError(f"destination {destination!r}: a file URL names no host ({host!r} "
-                              f"here): write file:///{rest} for an absolute path")
-        return destination
+        return canonical_file_url(destination)
     named = _SCHEME_PREFIX.match(destination)
     if named:
         scheme, rest = named.group(1), destination[named.end():]

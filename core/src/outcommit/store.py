@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, Protocol, cast
+from urllib.parse import urlsplit
 
 import fsspec
 
@@ -338,6 +340,16 @@ class Store:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._url}>"
+
+
+def connect_once(url: str, timeout: float) -> None:
+    """One TCP connection to the host and port of ``url`` (80/443 by its scheme), closed at
+    once: stores probe their endpoint with it before the first request, so a wrong or
+    closed one fails in seconds, not after the SDK's retries. Raises the ``OSError``."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+        pass
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,25 @@ LOCAL_CAPABILITIES = Capabilities.of(
 )
 
 
+def canonical_file_url(url: str) -> str:
+    """``url`` if it is a local ``file://`` URL, as ``file:///path``; RFC 8089 names the
+    local host ``file://localhost/path``. Refused (:class:`ConfigError`): no path at all
+    (``file://``: fsspec would take it for the current directory) and any other host
+    (``file://tmp/x`` is host ``tmp``, not ``/tmp/x``). Anything else is returned as it is."""
+    if url[:7].lower() != "file://":
+        return url
+    rest = url[7:]
+    host, _, path = rest.partition("/")
+    if not rest:
+        raise ConfigError(f"{url!r} names no path: write file:///abs/path")
+    if host.lower() == "localhost":
+        return "file:///" + path
+    if host:
+        raise ConfigError(f"{url!r}: a file URL names no host ({host!r} here): write "
+                          f"file:///{rest} for an absolute path")
+    return url
+
+
 class LocalStore(Store):
     """``file://`` URLs and plain paths."""
 
@@ -32,11 +51,9 @@ class LocalStore(Store):
         return fsspec.filesystem("file", auto_mkdir=True)
 
     def strip(self, url: str) -> str:
-        if url[:16].lower() == "file://localhost" and url[16:17] in ("", "/"):
-            url = "file:///" + url[17:]  # RFC 8089: the local host, named
-        if url in ("", "file:", "file://"):  # fsspec would take it for the current directory
+        if url in ("", "file:"):  # fsspec would take it for the current directory
             raise ConfigError(f"{url!r} names no path: write file:///abs/path")
-        path = super().strip(url)
+        path = super().strip(canonical_file_url(url))
         return os.path.abspath(path) if not path.startswith("/") else path
 
     def url(self, path: str) -> str:

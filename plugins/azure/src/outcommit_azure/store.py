@@ -31,7 +31,6 @@ whose rename is one metadata operation there.
 from __future__ import annotations
 
 import posixpath
-import socket
 import threading
 import time
 from typing import Any
@@ -44,7 +43,7 @@ from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.errors import ConfigError, StoreUnreachableError
 from outcommit.multipart import DEFAULT_PART_SIZE
-from outcommit.store import FileInfo, RenameOutcome, Store
+from outcommit.store import FileInfo, RenameOutcome, Store, connect_once
 
 from .blocklist import MAX_BLOCK_SIZE, AzureBlockLists
 
@@ -162,10 +161,8 @@ class AzureStore(Store):
         parts = urlsplit(url)
         if parts.scheme in getproxies() and not proxy_bypass(parts.hostname or ""):
             return
-        port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
-            with socket.create_connection((parts.hostname or "", port), timeout=PROBE_TIMEOUT):
-                pass
+            connect_once(url, PROBE_TIMEOUT)
         except OSError as exc:
             raise StoreUnreachableError(
                 f"cannot reach the Azure Blob endpoint {parts.scheme}://{parts.netloc}{parts.path} "

@@ -20,11 +20,9 @@ import functools
 import logging
 import os
 import re
-import socket
 import threading
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 from outcommit.errors import (
     StoreCredentialsError,
@@ -33,6 +31,7 @@ from outcommit.errors import (
     StorePermissionError,
     StoreUnreachableError,
 )
+from outcommit.store import connect_once
 
 from .settings import (
     ACCESS_KEY,
@@ -220,12 +219,8 @@ class TranslatingClient:
 
     def probe(self) -> None:
         """One TCP connection to the endpoint: refused or unresolvable fails now, clearly."""
-        parts = urlsplit(self.endpoint)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
-            with socket.create_connection((parts.hostname or "", port),
-                                          timeout=self._settings.connect_timeout):
-                pass
+            connect_once(self.endpoint, self._settings.connect_timeout)
         except OSError as exc:
             raise StoreUnreachableError(
                 f"cannot reach the S3 endpoint {self.endpoint} ({type(exc).__name__}: {exc}, within "
