@@ -80,3 +80,18 @@ def test_a_committer_made_directly_never_takes_an_empty_url_for_the_current_dire
     for url in ("file://", ""):
         with pytest.raises(ConfigError, match="names no path"):
             store.strip(url)
+
+
+@pytest.mark.parametrize("committer_name", ["v1", "v2", "manifest"])
+@pytest.mark.parametrize("below", ["", "/sub dir/ü"])
+def test_a_destination_on_a_file_is_refused_naming_the_file(committer_name, below, tmp_path):
+    """A destination that is a regular file (or lies below one) failed with the OS's
+    "Not a directory: .../_temporary": the message now names the file, and the file and
+    its directory are left as they were."""
+    (tmp_path / "events").write_text("a file, not a table")
+    url = f"file://{tmp_path}/events{below}"
+    committer = outcommit.create_committer(url, committer=committer_name)
+    with pytest.raises(NotADirectoryError, match=rf"file://{tmp_path}/events is a file, not a directory"):
+        committer.setup_job(JobContext(url))
+    assert [p.name for p in tmp_path.iterdir()] == ["events"]
+    assert (tmp_path / "events").read_text() == "a file, not a table"

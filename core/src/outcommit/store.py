@@ -212,8 +212,27 @@ class Store:
 
     # -- writing -----------------------------------------------------------------
     def mkdirs(self, path: str) -> None:
-        if path:
+        if not path:
+            return
+        try:
             self.fs.makedirs(path, exist_ok=True)
+        except (NotADirectoryError, FileExistsError) as exc:
+            # A file where a directory must be (a destination naming a file, or a file
+            # among its parents): say which, not the OS's "Not a directory: .../_temporary".
+            raise NotADirectoryError(f"cannot create the directory {self.url(path)}: "
+                                     f"{self.url(self._file_in_the_way(path))} is a file, "
+                                     "not a directory") from exc
+
+    def _file_in_the_way(self, path: str) -> str:
+        """The first of ``path`` and its parents that is a file (``path`` when none is)."""
+        parents = [path]
+        while (parent := posixpath.dirname(parents[-1])) not in ("", parents[-1]):
+            parents.append(parent)
+        for candidate in reversed(parents):
+            status = self.info(candidate)
+            if status is not None and not status.is_dir:
+                return candidate
+        return path
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self.mkdirs(posixpath.dirname(path))
