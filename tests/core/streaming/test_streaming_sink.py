@@ -142,6 +142,36 @@ def test_commit_killed_after_publishing_before_the_log_is_rolled_back(target: An
     assert not any("-rrun-a" in p for p in visible_files(store, store.strip(url)) if "-b1-" in p)
 
 
+@pytest.mark.s3
+def test_a_rolled_back_batchs_files_go_in_one_batch_delete(s3_root: str, s3_config: dict[str, Any]) -> None:
+    """A rollback deleted its files one request after another: 12 files, 12 round trips.
+    On a store with batch deletes it is now one request for them all."""
+    target = (f"{s3_root}/rollback", dict(s3_config), "magic")
+
+    def die(step: str, batch_id: int) -> None:
+        if step == "job-committed":
+            raise Died
+
+    first = sink_for(target, on_step=die)
+    with pytest.raises(Died):
+        first.commit_batch(0, run_batch(first, "run-a", 0, tasks=4,
+                                        settings=WriteSettings(max_rows_per_file=5)))
+    store = open_store(target[0], target[1])
+    assert len(visible_files(store, store.strip(target[0]))) == 12  # 4 tasks x 15 rows / 5 per file
+
+    restarted = sink_for(target)
+    before = dict(restarted.store.iostatistics.snapshot()["counters"])
+    assert restarted.roll_back_others(0, keep=None) == [f"{QUERY}-b0-rrun-a"]
+    after = restarted.store.iostatistics.snapshot()["counters"]
+    requests = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    # The job's abort and cleanup delete its state (2 batches, 3 single deletes: the job
+    # record among them); the 12 data files add one batch, where they were 12 deletes.
+    assert requests.get("object_bulk_delete_request") == 3, requests
+    assert requests.get("object_delete_request") == 3, requests
+    assert not visible_files(store, store.strip(target[0]))
+    assert streaming.BatchLog(store, store.strip(target[0])).jobs() == []
+
+
 def test_commit_killed_after_the_log_keeps_the_batch(target: Any) -> None:
     url, config, _ = target
 
