@@ -117,6 +117,9 @@ def test_partition_values_cannot_escape_their_directory() -> None:
     assert "/" not in escape_partition_value("a/../../etc")
     assert escape_partition_value(None) == "__HIVE_DEFAULT_PARTITION__"
     assert escape_partition_value("a=b") == "a%3Db"
+    # As Spark escapes (it reads each %XX back as one character): not UTF-8 bytes.
+    assert escape_partition_value("Zürich/東京") == "Zürich%2F東京"
+    assert escape_partition_value("t:1 50%\x00") == "t%3A1 50%25%00"
 
 
 def test_a_committing_task_leaves_its_write_slot_to_the_next_task(tmp_path, monkeypatch) -> None:

@@ -160,3 +160,27 @@ def test_csv_and_json_formats(spark: Any, tmp_path: Any) -> None:
             rows += [json.loads(line) for line in f]
     assert sorted((r["id"], r["date"], r["user"]) for r in rows) == \
         sorted((r.id, r.date, r.user) for r in df.collect())
+
+
+def test_spark_reads_back_the_partition_values_written(spark: Any, tmp_path: Any) -> None:
+    """Partition values were escaped as UTF-8 bytes (``city=Z%C3%BCrich``), which Spark
+    reads back one character per ``%XX``: ``ZÃ¼rich``. They are now escaped as Spark
+    escapes them, so Spark, pyarrow and Spark's own writer agree."""
+    import pyarrow.dataset as ds
+
+    cities = ["Zürich", "München", "東京", "a b", "x/y", "k=v", "50%", "t:1", "..", "{[*?]}^#'\""]
+    df = spark.createDataFrame([(i, c) for i, c in enumerate(cities)], "id long, city string")
+    ours, theirs = f"file://{tmp_path}/ours", f"file://{tmp_path}/spark"
+    df.write.format("outcommit").mode("append").option("partitionBy", "city").save(ours)
+    df.write.mode("append").partitionBy("city").parquet(theirs)
+
+    read = spark.read.parquet(ours).collect()
+    assert sorted((r.id, r.city) for r in read) == list(enumerate(cities))
+    by_pyarrow = ds.dataset(str(tmp_path / "ours"), format="parquet", partitioning="hive").to_table()
+    assert sorted(zip(by_pyarrow["id"].to_pylist(), by_pyarrow["city"].to_pylist(), strict=True)) == \
+        list(enumerate(cities))
+    # The same directory names as Spark's own writer ('..' aside: Spark writes it as is).
+    def directories(root: Any) -> set[str]:
+        return {p.name for p in root.iterdir() if p.name.startswith("city=")}
+    assert directories(tmp_path / "ours") - {"city=%2E%2E"} == \
+        directories(tmp_path / "spark") - {"city=.."}
