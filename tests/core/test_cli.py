@@ -248,3 +248,35 @@ def test_jobs_abort_of_a_committed_job_keeps_its_output(tmp_path, capsys) -> Non
     assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1", "--force"]) == 0
     assert visible_files(inner, inner.strip(dest)) == {"a.txt": b"a.txt"}
     assert outcommit.create_committer(dest, committer="v1").leftover_jobs() == {}
+
+
+def test_jobs_acts_on_a_job_through_the_committer_that_made_it(tmp_path, capsys) -> None:
+    """v1 and manifest share _temporary/: listed and aborted with the destination's default
+    committer (v1), a live manifest job looked 'not-committed' and --force aborted it, so
+    its driver's commit failed. The job's marker names its committer: it is listed and
+    judged by that one, and an explicit --committer that contradicts it is refused."""
+    import outcommit
+    from outcommit.testing.conformance import visible_files
+
+    dest = f"file://{tmp_path}/out"
+    committer = outcommit.create_committer(dest, committer="manifest")
+    job = outcommit.JobContext(dest)
+    committer.setup_job(job)
+    task = job.task_attempt(index=0)
+    committer.setup_task(task)
+    with committer.filesystem(task).open(committer.work_path(task) + "/part-0.csv", "wb") as f:
+        f.write(b"id\n1\n")
+    message = committer.commit_task(task)
+
+    assert main(["jobs", "list", dest, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"jobId": job.job_id, "attempts": [0], "status": "live", "committer": "manifest"}]
+    assert main(["jobs", "abort", dest, job.job_id, "--force"]) == 2
+    assert "is live" in capsys.readouterr().err
+    assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1", "--force",
+                 "--interrupted"]) == 2
+    assert "set up by committer manifest" in capsys.readouterr().err
+    # Nothing was touched: the driver commits its job.
+    committer.commit_job(job, [message])
+    store = outcommit.open_store(dest)
+    assert visible_files(store, store.strip(dest)) == {"part-0.csv": b"id\n1\n"}

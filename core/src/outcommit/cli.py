@@ -251,29 +251,55 @@ def _status(committer: Any, job_id: str, attempts: list[int]) -> str:
         return "unknown"
 
 
+def _owned(committer: Any, job_id: str, args: argparse.Namespace, made: dict[str, Any]) -> Any:
+    """The committer that made job ``job_id``, as its markers say: committers that share a
+    layout (``v1``, ``v2``, ``manifest``: ``_temporary/``) misread each other's jobs. An
+    explicit ``--committer`` that contradicts the markers is refused."""
+    from .factory import create_committer
+
+    try:
+        owner = committer.job_owner(job_id)
+    except Exception as exc:  # the store failed: the status says 'unknown' below
+        logging.getLogger("outcommit.cli").warning("committer of job %s: %s", job_id, exc)
+        return committer
+    if owner is None or owner == committer.name:
+        return committer
+    if args.committer and args.action == "abort":
+        raise OutcommitError(f"job {job_id} was set up by committer {owner} (its marker says), "
+                             f"not {committer.name}: run this with --committer {owner}")
+    if owner not in made:
+        made[owner] = create_committer(args.url, _config(args.conf), owner)
+    return made[owner]
+
+
 def cmd_jobs(args: argparse.Namespace) -> int:
     from .context import JobContext
     from .factory import create_committer
 
-    committer = create_committer(args.url, _config(args.conf), args.committer)
-    jobs = committer.leftover_jobs()
+    chosen = create_committer(args.url, _config(args.conf), args.committer)
+    jobs = chosen.leftover_jobs()
+    made = {chosen.name: chosen}
     if args.action == "list":
-        rows = [{"jobId": job_id, "attempts": attempts, "status": _status(committer, job_id, attempts),
-                 "committer": committer.name} for job_id, attempts in sorted(jobs.items())]
+        rows = []
+        for job_id, attempts in sorted(jobs.items()):
+            owner = _owned(chosen, job_id, args, made)
+            rows.append({"jobId": job_id, "attempts": attempts,
+                         "status": _status(owner, job_id, attempts), "committer": owner.name})
         if args.json:
             print(json.dumps(rows, indent=2))
         else:
             for row in rows:
                 listed = ",".join(map(str, row["attempts"])) or "none"
-                print(f"{row['jobId']}\tattempts {listed}\t{row['status']}\t{committer.name}")
-            print(f"{len(rows)} job(s) of {committer.name} with temporary state under {args.url}",
-                  file=sys.stderr)
+                print(f"{row['jobId']}\tattempts {listed}\t{row['status']}\t{row['committer']}")
+            print(f"{len(rows)} job(s) with temporary state of {chosen.name}'s layout under "
+                  f"{args.url}", file=sys.stderr)
         return 0
     if args.job_id is None:
         raise OutcommitError("outcommit jobs abort needs the job id (outcommit jobs list shows them)")
     if args.job_id not in jobs:
-        raise OutcommitError(f"no temporary state of job {args.job_id} ({committer.name}) under "
+        raise OutcommitError(f"no temporary state of job {args.job_id} ({chosen.name}) under "
                              f"{args.url}: nothing to abort (another committer? --committer)")
+    committer = _owned(chosen, args.job_id, args, made)
     attempts = jobs[args.job_id]
     status = _status(committer, args.job_id, attempts)
     what, risky = JOB_ABORTS.get(status, JOB_ABORTS["unknown"])

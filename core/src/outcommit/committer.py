@@ -451,6 +451,29 @@ class Committer:
             return "abort-kept"
         return "commit-began" if evidence.began(attempts) else "not-committed"
 
+    def job_owner(self, job_id: str) -> str | None:
+        """The committer that set job ``job_id`` up, as its markers say (any job attempt's,
+        however that committer names its attempt directories); None when no marker is
+        left (the job ended) or this committer keeps no state.
+
+        ``outcommit jobs`` acts on a job through the committer that made it: ``v1``,
+        ``v2`` and ``manifest`` share ``_temporary/`` and misread each other's state (to
+        ``v1``, a live ``manifest`` job looked not committed, and was aborted)."""
+        evidence = self.job_evidence(JobContext(self.destination, job_id=job_id))
+        if evidence is None:
+            return None
+        for child in evidence.store.list_dir(evidence.root):
+            if not child.is_dir:
+                continue
+            try:
+                data = evidence.store.load_json(evidence.store.join(child.path, JOB_MARKER))
+            except (OSError, CorruptFileError):
+                continue
+            name = data.get("committer") if isinstance(data, dict) else None
+            if isinstance(name, str) and name:
+                return name
+        return None
+
     def committed_before(self, job: JobContext, require: Callable[[], object],
                          later_attempts: bool = True) -> SuccessData | None:
         """Start of ``commit_job``: run the job check ``require``; the report of the job's
