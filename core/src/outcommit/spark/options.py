@@ -33,7 +33,10 @@ DATA_SOURCE_OPTIONS: dict[str, tuple[str, str]] = {
     "committer": ("per scheme", "committer name; wins over every config key"),
     "partitionBy": ("none", "comma-separated columns: `col=value/` directories, columns not "
                             "stored in the files (Spark refuses `.partitionBy()` for Python data "
-                            "sources, hence an option)"),
+                            "sources, hence an option); values escaped as Spark's own writer "
+                            "escapes them (`%XX` for `/`, `=`, `:`, `%`, `#`, `?`, `*`, quotes, "
+                            "brackets and control characters; `é` or `東京` as they are), null or "
+                            "empty as `__HIVE_DEFAULT_PARTITION__`"),
     "conflictMode": ("from the save mode", "`fail`, `append` or `replace`"),
     "maxRowsPerFile": ("0 (no limit)", "roll to a new file after this many rows"),
     "maxBytesPerFile": ("0 (no limit)", "roll to a new file after about this many bytes"),
