@@ -125,6 +125,7 @@ def test_scheme_aliases_share_the_per_scheme_committer_key() -> None:
     ("outcommit.progress.bar", "maybe", ConfigError),
     ("outcommit.summary-report-dir", "ftp://reports/x", outcommit.UnknownSchemeError),
     ("outcommit.config.strict", "flase", ConfigError),  # was read only when a key was unknown
+    ("outcommit.committer.unique-filenames", "nope", ConfigError),  # read by S3 staging only
 ])
 def test_settings_first_used_at_job_commit_fail_before_any_task_runs(key, value, error, tmp_path) -> None:
     """They were read only at job commit: every task ran first, and under v2 the tasks'

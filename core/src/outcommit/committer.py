@@ -79,6 +79,8 @@ class Committer:
         self.conflict_mode = self.config.get_choice(
             "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
         self._check_job_commit_settings()
+        # Read by the staging committers only; a bad value fails wherever it is set.
+        self.config.get_bool("outcommit.committer.unique-filenames", True)
         self._engine_metrics: dict[str, int] = {}
         self._io_baseline: dict[str, int] = {}
 

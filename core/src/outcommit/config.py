@@ -38,7 +38,9 @@ CORE_KEYS: dict[str, str] = {
     "outcommit.committer.threads": "threads for parallel job commit work (default: the store's "
                                    "connection pool, 64 on S3; 8 elsewhere)",
     "outcommit.committer.conflict-mode": "fail | append | replace for committers that support it",
-    "outcommit.committer.unique-filenames": "put the job id in file names (default true)",
+    "outcommit.committer.unique-filenames": "staging committers (directory, partitioned): add the "
+                                            "job id to each uploaded file's name (default true; "
+                                            "the engines' file names always carry it)",
     "outcommit.success.enabled": "write the _SUCCESS report at job commit (default true)",
     "outcommit.summary-report-dir": "directory to save every job's summary report, also on failure",
     "outcommit.fileoutputcommitter.algorithm.version": "1 or 2: which rename committer 'file' means",
