@@ -11,7 +11,11 @@ moves, is what lets anyone who comes later act on evidence rather than guess:
   earlier attempt already moved;
 * an abort removes exactly what this job published: a destination file listed here whose
   source has been moved away and whose size (and etag, where renames keep it) is the
-  journal's.
+  journal's. The size check keeps the abort from deleting a file someone else wrote at a
+  journaled destination after the job's rename (the source is gone, so only the content
+  can tell). It holds only if the journal's sizes and etags are what the store reported
+  for the sources (a listing), never a claim read from the store such as a manifest's: a
+  wrong size would make the abort keep the job's own file.
 
 It is data on the store, so loading it checks that it belongs to this job and that every
 path stays inside the destination and the job's temporary directory.
@@ -36,7 +40,8 @@ JOURNAL_TYPE = "outcommit.PublishJournal/1"
 
 @dataclass(frozen=True)
 class Entry:
-    """One file the job commit publishes (store paths)."""
+    """One file the job commit publishes (store paths); size and etag as the store listed
+    the source before the first rename."""
 
     source: str
     dest: str

@@ -591,3 +591,130 @@ def test_throttled_evidence_requests_are_retried_not_fatal(dest: str) -> None:
     assert summary.metrics["store.throttled"] == 2
     plain, path = view(dest)
     assert visible_files(plain, path) == expected
+
+
+# -- sizes are the store's, not the manifest's -------------------------------------------------
+
+class _Killed(BaseException):
+    """The driver dies here: none of the committer's failure paths catches it."""
+
+
+def _save_manifest(committer: ManifestCommitter, job: JobContext, index: int,
+                   data: dict[str, Any]) -> None:
+    """Replace task ``index``'s committed manifest on the store (tampering after task commit)."""
+    store, _ = view(committer.destination)
+    store.save_json(committer.manifest_path(job, job.task_attempt(index).task_id), data)
+
+
+@pytest.mark.parametrize("validate", ["false", "true"])
+@pytest.mark.parametrize("read_from", ["store", "messages"])
+def test_a_manifest_size_the_file_disagrees_with_fails_before_anything_moves(
+        dest: str, validate: str, read_from: str) -> None:
+    """A manifest saying 999 bytes for a 13-byte file: job commit lists the sources and
+    fails naming the field, whatever validate-output says; the abort then leaves nothing."""
+    committer, job, _ = setup(dest, **{"outcommit.manifest.validate-output": validate})
+    messages, _ = run_job_tasks(committer, job, tasks=2, n=2)
+    tampered = _tamper(messages[1], files={1: {"z": 999}})
+    if read_from == "store":
+        _save_manifest(committer, job, 1, tampered)
+    before = _state(dest)
+    with pytest.raises(JobCommitError) as failure:
+        committer.commit_job(job, None if read_from == "store" else [messages[0], tampered])
+    cause = failure.value.__cause__
+    assert isinstance(cause, CorruptFileError) and cause.field == "files[1].z"
+    assert "999 bytes" in cause.problem and "the store has 13" in cause.problem
+    assert _state(dest) == before  # nothing renamed, nothing journaled
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    store, path = view(dest)
+    assert visible_files(store, path) == {}
+    assert leftovers(store, path) == []
+
+
+def test_a_killed_commit_of_a_tampered_manifest_leaves_nothing_after_abort(dest: str) -> None:
+    """The driver dies right after its first rename took effect (it never saw the result).
+    Whatever the manifest claimed, the abort that follows removes what the job renamed."""
+    kill = Fault("rename_file", path_contains="/tasks/", when="after", error=_Killed)
+    committer, job, _ = setup(dest, [kill], **{"outcommit.committer.threads": "1"})
+    messages, _ = run_job_tasks(committer, job, tasks=2, n=2)
+    _save_manifest(committer, job, 0, _tamper(messages[0], files={0: {"z": 999}}))
+    with pytest.raises((_Killed, JobCommitError)):
+        committer.commit_job(job)
+    operator = create_committer(dest, FAST, "manifest")  # a new process aborts the job
+    operator.abort_job(job)
+    operator.cleanup_job(job)
+    store, path = view(dest)
+    assert visible_files(store, path) == {}
+    assert leftovers(store, path) == []
+
+
+def test_a_resumed_commit_checks_sizes_against_what_the_first_commit_listed(dest: str) -> None:
+    """The first commit renamed two files and failed; the manifest is then altered for a file
+    whose source is gone. The resumed commit compares it with the journal (the store's
+    sizes when the first commit listed them) and fails; the abort removes both files."""
+    fault = Fault("rename_file", path_contains="/tasks/", skip=2, error=refused)
+    committer, job, _ = setup(dest, [fault], **{"outcommit.committer.threads": "1"})
+    messages, _ = run_job_tasks(committer, job, tasks=2, n=2)
+    with pytest.raises(JobCommitError, match="PermissionError"):
+        committer.commit_job(job)
+    store, path = view(dest)
+    assert len(visible_files(store, path)) == 2
+    _save_manifest(committer, job, 0, _tamper(messages[0], files={0: {"z": 999}}))
+    with pytest.raises(JobCommitError) as failure:
+        committer.commit_job(job)
+    cause = failure.value.__cause__
+    assert isinstance(cause, CorruptFileError) and cause.field == "files[0].z"
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    assert visible_files(store, path) == {}
+    assert leftovers(store, path) == []
+
+
+def test_a_resumed_commit_reports_the_bytes_the_store_listed(dest: str) -> None:
+    fault = Fault("rename_file", path_contains="/tasks/", skip=2, error=refused)
+    committer, job, _ = setup(dest, [fault], **{"outcommit.committer.threads": "1"})
+    _, expected = run_job_tasks(committer, job, tasks=2, n=2)
+    with pytest.raises(JobCommitError):
+        committer.commit_job(job)
+    summary = committer.commit_job(job)
+    assert summary.metrics["commit.resumed"] == 1
+    assert summary.metrics["bytes.committed"] == sum(len(data) for data in expected.values())
+    store, path = view(dest)
+    assert visible_files(store, path) == expected
+
+
+def test_a_manifest_naming_a_file_that_is_not_there_fails_before_anything_moves(dest: str) -> None:
+    committer, job, _ = setup(dest)
+    messages, _ = run_job_tasks(committer, job, tasks=2, n=2)
+    store, _ = view(dest)
+    store.delete(store.strip(messages[1]["files"][0]["s"]))
+    before = _state(dest)
+    with pytest.raises(JobCommitError) as failure:
+        committer.commit_job(job, messages)
+    cause = failure.value.__cause__
+    assert isinstance(cause, CorruptFileError) and cause.field == "files[0].s"
+    assert _state(dest) == before
+
+
+def test_abort_after_a_killed_commit_removes_its_files_and_keeps_anothers(dest: str) -> None:
+    """Crash windows of the journal, saved before the first rename: the driver dies right
+    after its third rename took effect (a result it never saw); the fourth never happened.
+    Meanwhile another writer replaced the first renamed file and wrote where the fourth
+    would go. The abort removes the job's own files and neither of the other writer's."""
+    kill = Fault("rename_file", path_contains="/tasks/", when="after", skip=2, error=_Killed)
+    committer, job, _ = setup(dest, [kill], **{"outcommit.committer.threads": "1"})
+    messages, expected = run_job_tasks(committer, job, tasks=2, n=2)
+    with pytest.raises(_Killed):
+        committer.commit_job(job, messages)
+    store, path = view(dest)
+    renamed = sorted(visible_files(store, path))
+    assert len(renamed) == 3
+    (unmoved,) = set(expected) - set(renamed)
+    others = {renamed[0]: b"another writer's file", unmoved: b"another writer's too"}
+    for rel, data in others.items():
+        store.write_bytes(store.join(path, rel), data)
+    operator = create_committer(dest, FAST, "manifest")
+    operator.abort_job(job)
+    operator.cleanup_job(job)
+    assert visible_files(store, path) == others
+    assert leftovers(store, path) == []

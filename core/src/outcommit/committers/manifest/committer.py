@@ -10,8 +10,9 @@ GCS). Layout, one directory per job id::
 Task commit lists the attempt's directory once, saves the manifest under the attempt's
 own name and renames it over the task's manifest path: the last committed attempt wins
 and nothing reaches the destination. Job commit loads the manifests (the messages, or a
-listing), creates the directories, renames every file, optionally validates, writes
-``_SUCCESS`` and cleans up. A rename that raised may still have happened: the store
+listing), lists the task attempts' files once (sizes and etags from the store: a manifest
+that disagrees fails the commit), creates the directories, renames every file, optionally
+validates, writes ``_SUCCESS`` and cleans up. A rename that raised may still have happened: the store
 decides from evidence (``Store.rename_outcome``) before the committer retries or fails.
 """
 
@@ -31,7 +32,7 @@ from ...context import JobContext, TaskAttemptContext
 from ...errors import JobCommitError, TaskCommitError
 from ...progress import Progress
 from ...retry import RetryPolicy
-from ...store import Store
+from ...store import FileInfo, Store
 from ...success import SuccessData
 from .. import journal
 from . import stages
@@ -209,11 +210,22 @@ class ManifestCommitter(JobDirectoryCommitter):
             # the destination, or conflict handling would take them for foreign data
             # ('fail' refuses, 'replace' deletes them while their sources are gone).
             resumed = journal.exists(self.store, self.job_dir(job.job_id))
+            journaled: dict[str, FileInfo] = {}
             if resumed:
                 self.refuse_resume_if_aborted(job)
                 stats.add("commit.resumed")
                 log.info("resuming an interrupted job commit")
-            else:
+                # What the first commit observed of the sources it may have renamed since.
+                published = self.load_journal(job)
+                journaled = {e.source: FileInfo(e.source, e.size, False, e.etag)
+                             for e in (published.entries if published else ())}
+            # Sizes and etags from the store, not the manifests: the journal's are what an
+            # abort checks before deleting a destination file (a claim of 999 bytes for a
+            # 5-byte file would make it keep the job's own file), and _SUCCESS reports them.
+            with stats.stage("observe-sources"):
+                files = stages.observe_sources(cfg, files, self._source_roots(job, files),
+                                               journaled)
+            if not resumed:
                 # Conflict handling runs once: a resumed commit must not delete its own output.
                 self.check_destination_free()
                 if self.conflict_mode == "replace":
@@ -243,6 +255,13 @@ class ManifestCommitter(JobDirectoryCommitter):
             self.end_job_and_delete_state(job)
         log.info("committed job: %d files from %d tasks", len(files), tasks)
         return summary
+
+    def _source_roots(self, job: JobContext, files: Sequence[CheckedFile]) -> set[str]:
+        """The tasks directory of every job attempt whose task attempts the files come from
+        (``<jobDir>/<NN>/tasks``; the manifests were checked to stay inside one)."""
+        job_dir = self.job_dir(job.job_id)
+        return {self.store.join(job_dir, *relative_to(f.source, job_dir).split("/")[:2])
+                for f in files}
 
     def _manifest_paths(self, job: JobContext) -> list[str]:
         return [c.path for c in self.store.list_dir(self.manifests_dir(job))

@@ -157,13 +157,20 @@ def _dir_entry(entry: Any, index: int, where: str) -> DirEntry:
 
 @dataclass(frozen=True)
 class CheckedFile:
-    """A manifest file entry resolved to store paths and proven to be contained."""
+    """A manifest file entry resolved to store paths and proven to be contained.
+
+    ``size`` and ``etag`` are the manifest's claim until job commit has listed the source
+    (``stages.observe_sources``): from then on they are what the store reported.
+    """
 
     source: str
     dest: str
     size: int
     etag: str | None
     task_id: str
+    #: The manifest (or message) and entry it came from, for errors naming the field.
+    where: str = ""
+    index: int = 0
 
 
 def check_manifest(manifest: TaskManifest, where: str, *, job_id: str, job_dir: str,
@@ -218,7 +225,8 @@ def check_manifest(manifest: TaskManifest, where: str, *, job_id: str, job_dir: 
             raise CorruptFileError(where, f"files[{index}].d",
                                    f"destination {entry.dest} appears twice")
         seen.add(target)
-        checked.append(CheckedFile(source, target, entry.size, entry.etag, manifest.task_id))
+        checked.append(CheckedFile(source, target, entry.size, entry.etag, manifest.task_id,
+                                   where, index))
     for index, directory in enumerate(manifest.directories):
         path = strip(directory.dir)
         if path != dest and not is_inside(path, dest):

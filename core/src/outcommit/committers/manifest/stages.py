@@ -6,13 +6,15 @@ the stage before it produced:
 
 1. :func:`load_manifests` — validated files of every committed task (the task messages,
    or the manifests in the job attempt's directory);
-2. :func:`create_directories` — the merged set of parent directories;
-3. :func:`rename_files` — every file, in parallel; a rename that raised is judged by the
+2. :func:`observe_sources` — one listing of the task attempts' files: every size and etag
+   from the store, and a manifest that disagrees fails the commit;
+3. :func:`create_directories` — the merged set of parent directories;
+4. :func:`rename_files` — every file, in parallel; a rename that raised is judged by the
    store's evidence (``Store.rename_outcome``): done, retried, or failed;
-4. :func:`validate_output` — optional: size (and etag) of every committed file.
+5. :func:`validate_output` — optional: size (and etag) of every committed file.
 
 The committer (:mod:`.committer`) runs them in order, times each (``stage.<name>.duration.ms``
-in ``_SUCCESS``), handles conflicts and the publish journal between 1 and 2, then writes
+in ``_SUCCESS``), handles conflicts and the publish journal between 2 and 3, then writes
 ``_SUCCESS`` and cleans up.
 """
 
@@ -25,7 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ... import capabilities as caps
@@ -137,7 +139,48 @@ def load_manifests(cfg: StageConfig, messages: Sequence[Mapping[str, Any]] | Non
     return files, len(sources)
 
 
-# -- 2. create directories ------------------------------------------------------------------
+# -- 2. observe sources ---------------------------------------------------------------------
+def observe_sources(cfg: StageConfig, files: Sequence[CheckedFile], roots: Iterable[str],
+                    journaled: Mapping[str, FileInfo] | None = None) -> list[CheckedFile]:
+    """The files with the size and etag the store lists for their sources.
+
+    A manifest is data from the store: its sizes and etags are claims. What job commit
+    reports (``bytes.committed``), journals (what an abort may delete) and compares in rename
+    recovery must be what the store says. ``roots`` are listed recursively, once each (the
+    tasks directory of each job attempt the manifests name: one request per page of a
+    listing, not one per file). A file whose manifest disagrees with the store, or that is
+    not there, fails the commit before anything is changed.
+
+    ``journaled``: a resumed commit's journal by source (what the first commit observed),
+    for the sources it has already renamed away.
+    """
+    listed: dict[str, FileInfo] = {}
+    for found in cfg.parallel(
+            lambda root: cfg.with_retries(lambda: cfg.store.list_files(root), f"list {root}"),
+            sorted(set(roots))):
+        listed.update((info.path, info) for info in found)
+    observed: list[CheckedFile] = []
+    for entry in files:
+        fact = listed.get(entry.source) or (journaled or {}).get(entry.source)
+        field = f"files[{entry.index}]"
+        if fact is None:
+            raise CorruptFileError(entry.where, field + ".s",
+                                   f"source {cfg.url(entry.source)} is not there: the task "
+                                   f"attempt's file is gone")
+        if fact.size != entry.size:
+            raise CorruptFileError(entry.where, field + ".z",
+                                   f"says {entry.size} bytes for {cfg.url(entry.source)}, the "
+                                   f"store has {fact.size}")
+        if entry.etag and fact.etag and fact.etag != entry.etag:
+            raise CorruptFileError(entry.where, field + ".e",
+                                   f"says etag {entry.etag} for {cfg.url(entry.source)}, the "
+                                   f"store has {fact.etag}")
+        observed.append(replace(entry, size=fact.size, etag=fact.etag))
+    cfg.stats.add("files.observed", len(observed))
+    return observed
+
+
+# -- 3. create directories ------------------------------------------------------------------
 def create_directories(cfg: StageConfig, files: Sequence[CheckedFile]) -> None:
     """Create the merged set of parent directories; delete a file where a directory must go."""
     wanted: set[str] = set()
@@ -160,7 +203,7 @@ def create_directories(cfg: StageConfig, files: Sequence[CheckedFile]) -> None:
     cfg.stats.add("directories.created", len(leaves))
 
 
-# -- 3. rename files ------------------------------------------------------------------------
+# -- 4. rename files ------------------------------------------------------------------------
 def rename_files(cfg: StageConfig, files: Sequence[CheckedFile], resumed: bool,
                  progress: Progress | None = None) -> None:
     def one(entry: CheckedFile) -> None:
@@ -229,7 +272,7 @@ def rename_file(cfg: StageConfig, entry: CheckedFile, resumed: bool = False) -> 
             from exc.cause
 
 
-# -- 4. validate output ---------------------------------------------------------------------
+# -- 5. validate output ---------------------------------------------------------------------
 def validate_output(cfg: StageConfig, files: Sequence[CheckedFile]) -> None:
     cfg.parallel(lambda entry: validate_file(cfg, entry), files)
 
@@ -240,9 +283,9 @@ def validate_file(cfg: StageConfig, entry: CheckedFile) -> None:
         raise CommitError(f"validation: {cfg.url(entry.dest)} is missing after job commit")
     if status.size != entry.size:
         raise CommitError(f"validation: {cfg.url(entry.dest)} has {status.size} bytes, "
-                          f"the manifest of {entry.task_id} says {entry.size}")
+                          f"its source (task {entry.task_id}) was listed with {entry.size}")
     if (entry.etag and status.etag and status.etag != entry.etag
             and cfg.store.has_capability(caps.ETAGS_PRESERVED_IN_RENAME)):
         raise CommitError(f"validation: {cfg.url(entry.dest)} has etag {status.etag}, "
-                          f"the manifest of {entry.task_id} says {entry.etag}")
+                          f"its source (task {entry.task_id}) was listed with {entry.etag}")
     cfg.stats.add("files.validated")
