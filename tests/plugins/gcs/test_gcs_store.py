@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from outcommit import (
+    CorruptFileError,
     JobCommitError,
     JobContext,
     UnsafeCommitterError,
@@ -158,3 +159,65 @@ def test_content_hash_is_the_reported_etag(gcs_root: str, gcs_config: dict) -> N
     store.write_bytes(path, b"hello")
     info = store.info(path)
     assert isinstance(info, FileInfo) and info.etag == info.extra["md5Hash"]
+
+
+class _Killed(BaseException):
+    """The driver dies here: none of the committer's failure paths catches it."""
+
+
+def _gcs_job(gcs_root: str, gcs_config: dict, faults: list[Fault] | None = None,
+             **options: str) -> tuple[Any, JobContext, list[dict[str, Any]], dict[str, bytes]]:
+    store = FaultInjectingStore(open_store(gcs_root, gcs_config), faults or [])
+    committer = create_committer(gcs_root, {**gcs_config, **options}, "manifest", store=store)
+    job = JobContext(gcs_root, config=committer.config)
+    committer.setup_job(job)
+    messages, expected = run_tasks(committer, job)
+    return committer, job, messages, expected
+
+
+@pytest.mark.parametrize(("field", "claim"), [("z", 999), ("e", "bm90IHRoaXMgZmlsZQ==")])
+def test_a_manifest_the_listing_disagrees_with_fails_and_the_abort_leaves_nothing(
+        gcs_root: str, gcs_config: dict, field: str, claim: Any) -> None:
+    """Altered between task and job commit (default options: no validation): a size, or a
+    content hash of another file of the same size. The listing job commit takes of the
+    task attempts' files disagrees: nothing moves, and abort + cleanup leave nothing."""
+    committer, job, messages, _ = _gcs_job(gcs_root, gcs_config)
+    view = open_store(gcs_root, gcs_config)
+    tampered = json.loads(json.dumps(messages[0]))
+    tampered["files"][0][field] = claim
+    view.save_json(committer.manifest_path(job, job.task_attempt(0).task_id), tampered)
+    with pytest.raises(JobCommitError) as failure:
+        committer.commit_job(job)
+    cause = failure.value.__cause__
+    assert isinstance(cause, CorruptFileError) and cause.field == f"files[0].{field}"
+    root = view.strip(gcs_root)
+    assert visible_files(view, root) == {}
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    assert visible_files(view, root) == {}
+    assert leftovers(view, root) == []
+
+
+def test_abort_after_a_killed_commit_removes_its_files_and_keeps_a_same_size_rewrite(
+        gcs_root: str, gcs_config: dict) -> None:
+    """The driver dies right after its third rename took effect (a result it never saw).
+    Another writer then rewrote the first renamed file with other bytes of the same
+    length: the journal's content hash, listed by the store, tells it from the job's."""
+    kill = Fault("rename_file", path_contains="/tasks/", when="after", skip=2, error=_Killed)
+    committer, job, messages, expected = _gcs_job(gcs_root, gcs_config, [kill],
+                                                  **{"outcommit.committer.threads": "1"})
+    with pytest.raises(_Killed):
+        committer.commit_job(job, messages)
+    view = open_store(gcs_root, gcs_config)
+    root = view.strip(gcs_root)
+    renamed = sorted(visible_files(view, root))
+    assert len(renamed) == 3
+    first = renamed[0]
+    rewrite = expected[first].upper()
+    assert len(rewrite) == len(expected[first]) and rewrite != expected[first]
+    view.write_bytes(f"{root}/{first}", rewrite)
+    operator = create_committer(gcs_root, gcs_config, "manifest")
+    operator.abort_job(job)
+    operator.cleanup_job(job)
+    assert visible_files(view, root) == {first: rewrite}
+    assert leftovers(view, root) == []
