@@ -42,8 +42,10 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from outcommit.errors import UploadGoneError
+from outcommit.errors import StoreError, UploadGoneError
 from outcommit.multipart import DEFAULT_PART_SIZE, BlockLists, PendingUpload
+
+from .errors import translated
 
 if TYPE_CHECKING:
     from .store import AzureStore
@@ -98,9 +100,13 @@ class AzureBlockLists(BlockLists):
     def _blob(self, path: str) -> Any:
         return self.store._blob(path)
 
+    def translate_error(self, exc: BaseException, operation: str, path: str | None) -> StoreError | None:
+        return self.store.translate_error(exc, operation, path)
+
     def initiate(self, path: str) -> str:
         return uuid.uuid4().hex  # no request: the id only names this write's blocks
 
+    @translated
     def upload_part(self, path: str, upload_id: str, part_number: int, data: bytes) -> str:
         if not 1 <= part_number <= MAX_BLOCKS:
             raise ValueError(f"part number {part_number} outside 1..{MAX_BLOCKS}")
@@ -110,6 +116,7 @@ class AzureBlockLists(BlockLists):
         self._blob(path).stage_block(ident, data, length=len(data))
         return ident
 
+    @translated
     def complete(self, path: str, upload_id: str, etags: Sequence[str],
                  if_none_match: bool = False) -> str:
         """One Put Block List; success too when the blob already holds exactly these blocks."""
@@ -147,6 +154,7 @@ class AzureBlockLists(BlockLists):
     def check_parts(self, upload_id: str, etags: Sequence[str]) -> None:
         check_block_ids(upload_id, etags)
 
+    @translated
     def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
         """The blob is this upload's: its committed block list is exactly these blocks (one
         Get Block List), or, for an empty file, its metadata names this upload."""
@@ -169,6 +177,7 @@ class AzureBlockLists(BlockLists):
         """Nothing to abort: uncommitted blocks are discarded by the service (module docstring)."""
         return False
 
+    @translated
     def list_pending(self, directory: str) -> list[PendingUpload]:
         container, _, key = directory.rstrip("/").partition("/")
         prefix = f"{key.rstrip('/')}/" if key else ""  # never an adjacent prefix

@@ -41,11 +41,12 @@ import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.errors import ConfigError, StoreUnreachableError
+from outcommit.errors import ConfigError, StoreError, StoreUnreachableError
 from outcommit.multipart import DEFAULT_PART_SIZE
 from outcommit.store import FileInfo, RenameOutcome, Store, connect_once
 
 from .blocklist import MAX_BLOCK_SIZE, AzureBlockLists
+from .errors import translate, translated
 
 BLOB_CAPABILITIES = Capabilities.of(
     caps.RENAME_FILE_ATOMIC,  # one Copy Blob creates the destination; see the module docstring
@@ -170,6 +171,54 @@ class AzureStore(Store):
                 f"{CONNECTION_STRING_KEY} (its BlobEndpoint) or {ACCOUNT_NAME_KEY}, and that the "
                 f"service is up and reachable from here ({PROBE_KEY}=false skips this check)") from exc
 
+    # -- errors a user must act on (module :mod:`.errors`) ---------------------------------
+    @property
+    def endpoint(self) -> str:
+        """The account's Blob endpoint, without a query (a SAS token would be in it)."""
+        service = self._service
+        if service is None:
+            account = self._credentials().get("account_name")
+            return f"https://{account}.blob.core.windows.net" if account else "(no endpoint yet)"
+        parts = urlsplit(str(service.url))
+        return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
+
+    def credential_source(self) -> tuple[str, str]:
+        """Where the service client's credentials come from, and how to fix them: the
+        configuration key (and the kind of secret in a connection string), never a secret."""
+        cfg = self.config
+        connection = cfg.get_str(CONNECTION_STRING_KEY)
+        if connection:
+            names = {part.partition("=")[0].strip().lower() for part in connection.split(";")}
+            if "sharedaccesssignature" in names:
+                return (f"the SharedAccessSignature in {CONNECTION_STRING_KEY}",
+                        f"Check the SAS token in {CONNECTION_STRING_KEY}: its signature, its "
+                        "start and expiry times, and the account it was made for")
+            if "accountkey" in names:
+                return (f"the AccountKey in {CONNECTION_STRING_KEY}",
+                        f"Check AccountName and AccountKey in {CONNECTION_STRING_KEY} (a key "
+                        "regenerated since, or copied incompletely)")
+            return (f"{CONNECTION_STRING_KEY} (no AccountKey or SharedAccessSignature in it)",
+                    f"Add the account's key or a SAS token to {CONNECTION_STRING_KEY}")
+        if cfg.get_str(ACCOUNT_KEY_KEY):
+            return (f"the account key in {ACCOUNT_KEY_KEY}",
+                    f"Check {ACCOUNT_NAME_KEY} and {ACCOUNT_KEY_KEY} (a key regenerated since, "
+                    "or copied incompletely)")
+        if cfg.get_str(SAS_TOKEN_KEY):
+            return (f"the SAS token in {SAS_TOKEN_KEY}",
+                    f"Check {SAS_TOKEN_KEY}: its signature, its start and expiry times, and "
+                    "the account it was made for")
+        return ("DefaultAzureCredential (Azure AD: environment, managed identity, Azure CLI "
+                "login)", f"Check the identity DefaultAzureCredential finds (az login, "
+                f"AZURE_CLIENT_ID...), or set {ACCOUNT_KEY_KEY} or {SAS_TOKEN_KEY}")
+
+    def translate_error(self, exc: BaseException, operation: str, path: str | None) -> StoreError | None:
+        """A refusal of the credentials as a one-line store error; None for anything else."""
+        netloc = urlsplit(self._url).netloc
+        container = (path or "").lstrip("/").partition("/")[0] or netloc.split("@", 1)[0]
+        source, fix = self.credential_source()
+        return translate(exc, operation=operation, url=self.url(path) if path else self._url,
+                         container=container, endpoint=self.endpoint, source=source, fix=fix)
+
     @property
     def hierarchical_namespace(self) -> bool:
         """Measured once per store: does the account have a hierarchical namespace?"""
@@ -209,6 +258,15 @@ class AzureStore(Store):
         return self.service.get_blob_client(container, blob)
 
     # -- reading -----------------------------------------------------------------------
+    # Store's own operations, through adlfs: a refusal of the credentials as a store error.
+    info = translated(Store.info)
+    list_dir = translated(Store.list_dir)
+    list_files = translated(Store.list_files)
+    open = translated(Store.open)
+    read_bytes = translated(Store.read_bytes)
+    delete = translated(Store.delete)
+    delete_files = translated(Store.delete_files)
+
     def _to_info(self, entry: Any) -> FileInfo:
         info = super()._to_info(entry)
         if entry.get("type") == "directory":
@@ -216,6 +274,7 @@ class AzureStore(Store):
         return info
 
     # -- writing -----------------------------------------------------------------------
+    @translated
     def mkdirs(self, path: str) -> None:
         """Blob storage has no directories to create below a container (no request spent)."""
         if "/" not in path.strip("/"):
@@ -225,9 +284,11 @@ class AzureStore(Store):
         # One Put Blob is atomic: no temporary blob and copy needed.
         self.write_bytes(path, data)
 
+    @translated
     def write_bytes(self, path: str, data: bytes) -> None:
         self._blob(path).upload_blob(data, overwrite=True)
 
+    @translated
     def create_exclusive(self, path: str, data: bytes) -> None:
         from azure.core.exceptions import ResourceExistsError
 
@@ -236,6 +297,7 @@ class AzureStore(Store):
         except ResourceExistsError:
             raise FileExistsError(f"already exists: {path}") from None
 
+    @translated
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         if self.hierarchical_namespace:
             self._rename_hns(src, dst, overwrite)
@@ -281,6 +343,7 @@ class AzureStore(Store):
         except (ResourceExistsError, ResourceModifiedError):
             raise FileExistsError(f"rename destination exists: {dst}") from None
 
+    @translated
     def rename_dir(self, src: str, dst: str) -> None:
         """Blob: blob by blob (O(files), not atomic: why ``v1`` is refused); HNS: one call."""
         if self.list_files(dst):
@@ -292,6 +355,7 @@ class AzureStore(Store):
             self.rename_file(info.path, posixpath.join(dst, info.path[len(src.rstrip('/')) + 1:]))
 
     # -- rename recovery -------------------------------------------------------------------
+    @translated
     def rename_outcome(self, src: str, dst: str, src_info: FileInfo) -> RenameOutcome:
         if self.hierarchical_namespace:
             return super().rename_outcome(src, dst, src_info)  # Hadoop's: recovery by etag
