@@ -81,6 +81,35 @@ def test_autoload_can_be_disabled(installed_testplugin: Path) -> None:
     assert "unknown: no store registered for scheme 'tstore'" in result.stdout
 
 
+def test_lookups_that_find_nothing_name_the_plugins_that_failed_to_load(
+        installed_testplugin: Path) -> None:
+    """A plugin that is installed but fails to import (its entry point ``broken``): the
+    errors said "install a plugin that registers it", for a plugin that is installed."""
+    code = ("import outcommit, outcommit.plugins\n"
+            "def show(make):\n"
+            "    try:\n        make()\n"
+            "    except (outcommit.UnknownSchemeError, outcommit.UnknownCommitterError) as e:\n"
+            "        print(type(e).__name__, e, sep='|', end='\\n--\\n')\n"
+            "show(lambda: outcommit.create_committer('dirstore://vol/t'))\n"
+            "show(lambda: outcommit.create_committer('tstore://vol/t', committer='nosuch'))\n"
+            "outcommit.plugins.KNOWN_DISTRIBUTIONS['tbroken'] = 'outcommit-testplugin'\n"
+            "show(lambda: outcommit.create_committer('tbroken://vol/t'))\n")
+    result = run_with(installed_testplugin, code)
+    assert result.returncode == 0, result.stderr
+    scheme, committer, known = result.stdout.split("\n--\n")[:3]
+    failure = ("\n  plugin 'broken' (outcommit-testplugin 0.0.1) is installed but failed to load: "
+               "ModuleNotFoundError: No module named 'outcommit_this_module_does_not_exist'")
+    assert scheme.startswith("UnknownSchemeError|no store registered for scheme 'dirstore': install "
+                             "a plugin that registers it (entry-point group 'outcommit'), or fix "
+                             "an installed one that failed to load (below).")
+    assert committer.startswith("UnknownCommitterError|no committer named 'nosuch'.")
+    for message in (scheme, committer, known):
+        assert message.endswith(f"Installed plugins that failed to load (one may register it):{failure}")
+    # The scheme's own distribution is the broken one: not "pip install" what is installed.
+    assert "its plugin, outcommit-testplugin, is installed but failed to load" in known
+    assert "pip install" not in known
+
+
 def test_unknown_scheme_names_the_distribution(fresh_registry: Registry) -> None:
     for scheme, dist in [("gs", "outcommit-gcs"), ("s3a", "outcommit-s3"), ("abfss", "outcommit-azure"),
                          ("hdfs", "outcommit-hdfs")]:

@@ -68,6 +68,9 @@ class Registry:
         self._commands: dict[str, Any] = {}
         self._loading = False
         self._info: dict[str, PluginInfo] = {}
+        #: Entry point name -> why it did not load (``Type: message``): named by lookups
+        #: that find nothing, which the plugin may have registered.
+        self._load_failures: dict[str, str] = {}
         self._extra: list[tuple[object, str]] = []
 
     # -- loading -----------------------------------------------------------------
@@ -102,10 +105,12 @@ class Registry:
             try:
                 plugin = ep.load()
             except Exception as exc:  # a broken plugin must not break every other store
-                message = f'Error importing plugin "{ep.name}": {type(exc).__name__}: {exc}'
+                cause = f"{type(exc).__name__}: {exc}"
+                message = f'Error importing plugin "{ep.name}": {cause}'
                 log.warning("%s (skipped)", message)
                 self._info[ep.name] = PluginInfo(ep.name, dist_name, _version(dist_name),
                                                  error=message)
+                self._load_failures[ep.name] = cause
                 continue
             self._register_module(plugin, ep.name, dist_name)
 
@@ -211,11 +216,20 @@ class Registry:
             return self._stores[scheme]
         except KeyError:
             dist = KNOWN_DISTRIBUTIONS.get(scheme)
-            hint = (f"install the plugin for it: pip install {dist}" if dist else
-                    "install a plugin that registers it (entry-point group 'outcommit')")
+            broken = {self._info[name].distribution for name in self._load_failures}
+            if dist and dist in broken:
+                hint = (f"its plugin, {dist}, is installed but failed to load (below): fix its "
+                        "installation (a missing or incompatible requirement)")
+            elif dist:
+                hint = f"install the plugin for it: pip install {dist}"
+            else:
+                hint = "install a plugin that registers it (entry-point group 'outcommit')"
+                if self._load_failures:
+                    hint += ", or fix an installed one that failed to load (below)"
             raise UnknownSchemeError(
                 f"no store registered for scheme '{scheme}': {hint}. "
-                f"Registered schemes: {', '.join(sorted(self._stores)) or 'none'}") from None
+                f"Registered schemes: {', '.join(sorted(self._stores)) or 'none'}"
+                f"{self._failures_text()}") from None
 
     def committer_spec(self, name: str) -> CommitterSpec:
         self.load()
@@ -224,7 +238,21 @@ class Registry:
         except KeyError:
             raise UnknownCommitterError(
                 f"no committer named '{name}'. Registered committers: "
-                f"{', '.join(sorted(self._committers)) or 'none'}") from None
+                f"{', '.join(sorted(self._committers)) or 'none'}{self._failures_text()}") from None
+
+    def _failures_text(self) -> str:
+        """The installed plugins that failed to load, one line each ('' when none did): a
+        lookup that finds nothing may be looking for what one of them registers."""
+        if not self._load_failures:
+            return ""
+        lines = []
+        for name, cause in sorted(self._load_failures.items()):
+            info = self._info[name]
+            release = " ".join(filter(None, (info.distribution, info.version)))
+            dist = f" ({release})" if release else ""
+            first = (cause.splitlines() or [""])[0]
+            lines.append(f"\n  plugin '{name}'{dist} is installed but failed to load: {first}")
+        return ". Installed plugins that failed to load (one may register it):" + "".join(lines)
 
     def stores(self) -> dict[str, StoreSpec]:
         self.load()
