@@ -573,3 +573,33 @@ def test_a_later_attempt_never_reports_an_object_a_killed_abort_deleted(config, 
     with pytest.raises(outcommit.JobCommitError, match="not in the destination as this job made them"):
         again.commit_job(later)
     assert not store.exists(f"{dest}/{SUCCESS_FILE}")
+
+
+def test_partitioned_finds_a_partition_under_an_earlier_releases_name(config, s3_root):
+    """Partition values are escaped as Spark escapes them since 2026-11-26: an earlier
+    release named 'Zürich' city=Z%C3%BCrich and '10:30' t=10:30. A dynamic partition
+    overwrite left such a partition beside the new one (readers decode both names to the
+    same value: old and new rows), and 'fail' let the write through."""
+    import pyarrow as pa
+
+    from outcommit.engine.local import LocalDriver
+    from outcommit.read import dataset
+
+    url = f"{s3_root}/renamed"
+    store = outcommit.open_store(url, config)
+    _seed(store, url, {"city=Z%C3%BCrich/t=10:30/part-old.csv": b"id\n100\n",
+                       "city=Bern/t=10:30/part-old.csv": b"id\n200\n"})
+    new_rows = pa.table({"id": [1], "city": ["Zürich"], "t": ["10:30"]})
+
+    def run(mode: str) -> None:
+        LocalDriver(url, committer="partitioned", fmt="csv", partition_by=["city", "t"],
+                    config={**config, "outcommit.committer.conflict-mode": mode}).run([new_rows])
+
+    with pytest.raises(CommitError, match=r"city=Z%C3%BCrich/t=10:30 .* already holds data"):
+        run("fail")
+    run("replace")
+    table = dataset(url, config, format="csv").to_table()
+    rows = sorted(zip(table["id"].to_pylist(), table["city"].to_pylist(), table["t"].to_pylist(),
+                      strict=True))
+    assert rows == [(1, "Zürich", "10:30"), (200, "Bern", "10:30")]
+    assert "city=Z%C3%BCrich/t=10:30/part-old.csv" not in visible_files(store, store.strip(url))

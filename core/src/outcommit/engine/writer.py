@@ -21,18 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..paths import escape_partition_value
 
 FORMATS = ("parquet", "csv", "json")
-HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _EXTENSIONS = {"parquet": "parquet", "csv": "csv", "json": "json"}
 #: Rows gathered before a Parquet row group is written (unless ``row_group_size`` says).
 DEFAULT_ROW_GROUP_ROWS = 128 * 1024
 #: Bytes (Arrow) gathered before a Parquet row group is written, whatever the rows.
 ROW_GROUP_BYTES = 64 * 1024 * 1024
-#: What Spark escapes in a partition directory's value (control characters, DEL, and
-#: ``"#%'*/:=?\\{[]^``), and NUL, which no path may hold.
-_ESCAPED = "".join(chr(c) for c in range(0x20)) + "\x7f" + "\"#%'*/:=?\\{[]^"
-_ESCAPES = {ord(c): f"%{ord(c):02X}" for c in _ESCAPED}
 
 
 @dataclass(frozen=True)
@@ -40,24 +36,6 @@ class WrittenFile:
     path: str          # relative to the work path
     rows: int
     bytes: int
-
-
-def escape_partition_value(value: Any) -> str:
-    """Hive's and Spark's escaping (``ExternalCatalogUtils.escapePathName``): ``%XX`` for
-    the ASCII characters in :data:`_ESCAPED` only, every other character as it is.
-
-    Spark reads each ``%XX`` back as the one character XX, so a UTF-8 byte escape of a
-    non-ASCII character (``Z%C3%BCrich``) would read back as ``ZÃ¼rich``; pyarrow reads
-    both forms. A value can never introduce a path separator, ``.`` or ``..``.
-    """
-    if value is None:
-        return HIVE_DEFAULT_PARTITION
-    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
-    if text == "":
-        return HIVE_DEFAULT_PARTITION
-    if text in (".", ".."):
-        return text.replace(".", "%2E")
-    return text.translate(_ESCAPES)
 
 
 def file_name(task_index: int, job_id: str, attempt: int, fmt: str, seq: int = 0,

@@ -20,7 +20,7 @@ from typing import Literal
 
 from outcommit.errors import DestinationExistsError
 from outcommit.parallel import run_all
-from outcommit.paths import relative_to
+from outcommit.paths import earlier_partition_dir, relative_to
 from outcommit.store import FileInfo
 
 from .files import PendingCommit, is_hidden_path
@@ -48,13 +48,16 @@ def _scope_files(ops: CommitOperations, scope: Scope,
     if scope == "destination":
         return [""], store.list_files(dest)
     roots = sorted({relative_to(c.path, dest).rpartition("/")[0] for c in commits})
+    # A partition written by an earlier release may have another name (its escaping of
+    # 'Zürich' or '10:30'): listed too, it is replaced or refused like the new one.
+    listed = sorted({*roots, *(e for r in roots if (e := earlier_partition_dir(r)) is not None)})
 
     def files_in(root: str) -> list[FileInfo]:
         if root:
             return store.list_files(store.join(dest, root))
         # partition '' is the files at the top level, not the whole table
         return [i for i in store.list_dir(dest) if not i.is_dir]
-    return roots, [info for found in run_all(files_in, roots, ops.threads, "outcommit-scope")
+    return roots, [info for found in run_all(files_in, listed, ops.threads, "outcommit-scope")
                    for info in found]
 
 

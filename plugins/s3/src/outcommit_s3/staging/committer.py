@@ -25,6 +25,7 @@ from outcommit.committers.delayed.layout import JobLayout
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import DestinationExistsError, TaskCommitError
 from outcommit.parallel import outcomes
+from outcommit.paths import earlier_partition_dir, relative_to
 from outcommit.store import Store
 
 from ..commit.committer import MultipartCommitter
@@ -190,9 +191,13 @@ class PartitionedStagingCommitter(StagingCommitter):
             return
         partitions = sorted({final.rpartition("/")[0] for final in finals} - {self.dest})
         for partition in partitions:  # one probe per partition the task wrote
-            if self.store.is_dir(partition):
+            # ...and one for its name under an earlier release's escaping, where it differs
+            earlier = earlier_partition_dir(relative_to(partition, self.dest))
+            names = [partition, *([self.store.join(self.dest, earlier)] if earlier else [])]
+            held = next((name for name in names if self.store.is_dir(name)), None)
+            if held is not None:
                 self.abort_task(task)
                 raise DestinationExistsError(
-                    f"partition {self.store.url(partition)} of {self.destination} already holds data "
+                    f"partition {self.store.url(held)} of {self.destination} already holds data "
                     "and the conflict mode is 'fail': task commit refused before uploading anything "
                     "(use 'append' or 'replace', or another destination)")
