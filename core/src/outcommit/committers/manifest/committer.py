@@ -22,6 +22,7 @@ import posixpath
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from ... import capabilities as caps
@@ -205,11 +206,15 @@ class ManifestCommitter(JobDirectoryCommitter):
                 return done
             with stats.stage("load-manifests"):
                 files, tasks = stages.load_manifests(cfg, messages, lambda: self._manifest_paths(job))
-            # The journal is per job, not per job attempt: a restarted driver (attempt N+1)
-            # that recovers the tasks must know that attempt N already renamed files into
-            # the destination, or conflict handling would take them for foreign data
-            # ('fail' refuses, 'replace' deletes them while their sources are gone).
-            resumed = journal.exists(self.store, self.job_dir(job.job_id))
+            # The sources' listing runs beside the check for a journal: no round trip of its own.
+            with ThreadPoolExecutor(1, thread_name_prefix="outcommit-sources") as beside:
+                listing = beside.submit(stages.list_sources, cfg, self._source_roots(job, files))
+                # The journal is per job, not per job attempt: a restarted driver (attempt
+                # N+1) that recovers the tasks must know that attempt N already renamed files
+                # into the destination, or conflict handling would take them for foreign data
+                # ('fail' refuses, 'replace' deletes them while their sources are gone).
+                resumed = journal.exists(self.store, self.job_dir(job.job_id))
+                wait([listing])
             journaled: dict[str, FileInfo] = {}
             if resumed:
                 self.refuse_resume_if_aborted(job)
@@ -223,8 +228,7 @@ class ManifestCommitter(JobDirectoryCommitter):
             # abort checks before deleting a destination file (a claim of 999 bytes for a
             # 5-byte file would make it keep the job's own file), and _SUCCESS reports them.
             with stats.stage("observe-sources"):
-                files = stages.observe_sources(cfg, files, self._source_roots(job, files),
-                                               journaled)
+                files = stages.observe_sources(cfg, files, listing.result(), journaled)
             if not resumed:
                 # Conflict handling runs once: a resumed commit must not delete its own output.
                 self.check_destination_free()

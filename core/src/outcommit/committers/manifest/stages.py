@@ -6,8 +6,8 @@ the stage before it produced:
 
 1. :func:`load_manifests` — validated files of every committed task (the task messages,
    or the manifests in the job attempt's directory);
-2. :func:`observe_sources` — one listing of the task attempts' files: every size and etag
-   from the store, and a manifest that disagrees fails the commit;
+2. :func:`list_sources`, :func:`observe_sources` — one listing of the task attempts'
+   files: every size and etag from the store, and a manifest that disagrees fails the commit;
 3. :func:`create_directories` — the merged set of parent directories;
 4. :func:`rename_files` — every file, in parallel; a rename that raised is judged by the
    store's evidence (``Store.rename_outcome``): done, retried, or failed;
@@ -140,25 +140,33 @@ def load_manifests(cfg: StageConfig, messages: Sequence[Mapping[str, Any]] | Non
 
 
 # -- 2. observe sources ---------------------------------------------------------------------
-def observe_sources(cfg: StageConfig, files: Sequence[CheckedFile], roots: Iterable[str],
+def list_sources(cfg: StageConfig, roots: Iterable[str]) -> dict[str, FileInfo]:
+    """What the store lists under ``roots`` (the tasks directory of each job attempt the
+    manifests name), recursively, once each: one request per page of a listing, not one
+    per file. Read-only: it runs beside the job commit's check for a journal."""
+    def listing(root: str) -> list[FileInfo]:
+        return cfg.with_retries(lambda: cfg.store.list_files(root), f"list {root}")
+
+    unique = sorted(set(roots))  # one, unless recover_task carried tasks from earlier attempts
+    listed: dict[str, FileInfo] = {}
+    for found in ([listing(unique[0])] if len(unique) == 1 else cfg.parallel(listing, unique)):
+        listed.update((info.path, info) for info in found)
+    return listed
+
+
+def observe_sources(cfg: StageConfig, files: Sequence[CheckedFile], listed: Mapping[str, FileInfo],
                     journaled: Mapping[str, FileInfo] | None = None) -> list[CheckedFile]:
-    """The files with the size and etag the store lists for their sources.
+    """The files with the size and etag the store lists for their sources (``listed``,
+    :func:`list_sources`).
 
     A manifest is data from the store: its sizes and etags are claims. What job commit
     reports (``bytes.committed``), journals (what an abort may delete) and compares in rename
-    recovery must be what the store says. ``roots`` are listed recursively, once each (the
-    tasks directory of each job attempt the manifests name: one request per page of a
-    listing, not one per file). A file whose manifest disagrees with the store, or that is
-    not there, fails the commit before anything is changed.
+    recovery must be what the store says. A file whose manifest disagrees with the store,
+    or that is not there, fails the commit before anything is changed.
 
     ``journaled``: a resumed commit's journal by source (what the first commit observed),
     for the sources it has already renamed away.
     """
-    listed: dict[str, FileInfo] = {}
-    for found in cfg.parallel(
-            lambda root: cfg.with_retries(lambda: cfg.store.list_files(root), f"list {root}"),
-            sorted(set(roots))):
-        listed.update((info.path, info) for info in found)
     observed: list[CheckedFile] = []
     for entry in files:
         fact = listed.get(entry.source) or (journaled or {}).get(entry.source)
