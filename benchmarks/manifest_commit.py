@@ -34,6 +34,9 @@ from outcommit.store import Store
 from outcommit.testing.faults import FaultInjectingStore
 
 WORKER_PREFIX = "outcommit-manifest"
+#: A thread whose requests run beside the main thread's next one (the sources' listing,
+#: beside the check for a publish journal).
+BESIDE_PREFIX = "outcommit-sources"
 
 
 @dataclass(frozen=True)
@@ -47,21 +50,25 @@ class Profile:
     batch_delete: int
     #: No directories (GCS, Blob): an empty directory costs nothing to remove.
     flat: bool = True
+    #: Entries per page of a listing (GCS 1,000, Azure 5,000): pages are requested one
+    #: after another, each with the last one's continuation token.
+    list_page: int = 1000
 
     def describe(self) -> str:
         lat = ", ".join(f"{k} {v:g} ms" for k, v in self.latency_ms.items())
         how = f"rename = copy ({self.copy_mb_s:g} MB/s) + delete" if self.copy_rename else \
             "rename = 1 request, no bytes copied"
-        return f"{self.name}: {lat}; {how}; recursive delete = list + batches of {self.batch_delete}"
+        return (f"{self.name}: {lat}; {how}; listing pages of {self.list_page:,}; recursive delete "
+                f"= list + batches of {self.batch_delete}")
 
 
 PROFILES = [
     Profile("gcs", {"read": 30, "write": 45, "list": 35, "copy": 40, "delete": 25, "rename": 40},
             100, True, 100),
     Profile("azure-blob", {"read": 20, "write": 30, "list": 25, "copy": 30, "delete": 20, "rename": 30},
-            200, True, 256),
+            200, True, 256, list_page=5000),
     Profile("azure-hns", {"read": 20, "write": 30, "list": 25, "copy": 30, "delete": 20, "rename": 25},
-            200, False, 256, flat=False),
+            200, False, 256, flat=False, list_page=5000),
 ]
 
 
@@ -74,6 +81,12 @@ class RecordingStore(FaultInjectingStore):
         self.recording = False
 
     def call(self, operation: str, target: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self.recording and operation in ("list_dir", "list_files"):
+            # Recorded with the entries it returned: a real store pages through them.
+            found = super().call(operation, target, *args, **kwargs)
+            with self._lock:
+                self.log.append((operation, threading.current_thread().name, (len(found),)))
+            return found
         if self.recording:
             sizes: tuple[int, ...] = ()
             if operation == "rename_file":
@@ -91,8 +104,8 @@ def requests_for(operation: str, sizes: tuple[int, ...], profile: Profile) -> li
     """The (request kind, bytes copied) a real store issues for one store operation."""
     if operation in ("info", "read_bytes", "load_json", "open"):
         return [("read", 0)]
-    if operation in ("list_dir", "list_files"):
-        return [("list", 0)]
+    if operation in ("list_dir", "list_files"):  # sizes: (entries listed,)
+        return [("list", 0)] * _pages(sizes[0] if sizes else 0, profile)
     if operation in ("write_bytes", "save_json", "write_atomic", "create_exclusive"):
         return [("write", 0)]
     if operation == "mkdirs":
@@ -105,10 +118,12 @@ def requests_for(operation: str, sizes: tuple[int, ...], profile: Profile) -> li
     if operation == "rename_dir":
         if not profile.copy_rename:
             return [("rename", 0)]
-        return [("list", 0)] + [r for s in sizes for r in (("copy", s), ("delete", 0))]
+        return [("list", 0)] * _pages(len(sizes), profile) + \
+            [r for s in sizes for r in (("copy", s), ("delete", 0))]
     if operation == "delete":
         if sizes:
-            return [("list", 0)] + [("delete", 0)] * math.ceil(len(sizes) / profile.batch_delete)
+            return [("list", 0)] * _pages(len(sizes), profile) + \
+                [("delete", 0)] * math.ceil(len(sizes) / profile.batch_delete)
         return [("delete", 0)]
     # Block lists (Azure Blob): the upload id is made by the client; abort sends nothing.
     if operation == "blocklist.complete":
@@ -122,6 +137,10 @@ def requests_for(operation: str, sizes: tuple[int, ...], profile: Profile) -> li
     if operation == "blocklist.check_parts":
         return []
     raise ValueError(f"no request mapping for {operation}")
+
+
+def _pages(entries: int, profile: Profile) -> int:
+    return max(1, math.ceil(entries / profile.list_page))
 
 
 def cost_ms(kind: str, copied: int, profile: Profile) -> float:
@@ -146,6 +165,7 @@ def model(log: list[tuple[str, str, tuple[int, ...]]], profile: Profile, threads
         batch.clear()
         return max(workers)
 
+    beside = 0.0  # requests of a BESIDE_PREFIX thread, overlapping the next serial one
     for operation, thread, sizes in log:
         op_cost = 0.0
         for kind, nbytes in requests_for(operation, sizes, profile):
@@ -155,9 +175,12 @@ def model(log: list[tuple[str, str, tuple[int, ...]]], profile: Profile, threads
         total += op_cost
         if thread.startswith(workers):
             batch.append(op_cost)
+        elif thread.startswith(BESIDE_PREFIX):
+            beside += op_cost
         else:
-            elapsed += flush() + op_cost
-    elapsed += flush()
+            elapsed += flush() + max(op_cost, beside)
+            beside = 0.0
+    elapsed += flush() + beside
     return {"requests": requests, "bytes_copied": copied, "time_ms": elapsed,
             "limit_ms": total / threads}
 
