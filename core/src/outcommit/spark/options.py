@@ -34,8 +34,8 @@ DATA_SOURCE_OPTIONS: dict[str, tuple[str, str]] = {
     "partitionBy": ("none", "comma-separated columns: `col=value/` directories, columns not "
                             "stored in the files (Spark refuses `.partitionBy()` for Python data "
                             "sources, hence an option); values escaped as Spark's own writer "
-                            "escapes them (`%XX` for `/`, `=`, `:`, `%`, `#`, `?`, `*`, quotes, "
-                            "brackets and control characters; `é` or `東京` as they are), null or "
+                            "escapes them (`%XX` for `/`, `=`, `:`, `%`, `#`, `?`, `*`, `\\`, quotes, "
+                            "`{[]^` and control characters; `é`, `}` or `東京` as they are), null or "
                             "empty as `__HIVE_DEFAULT_PARTITION__`"),
     "conflictMode": ("from the save mode", "`fail`, `append` or `replace`"),
     "maxRowsPerFile": ("0 (no limit)", "roll to a new file after this many rows"),
