@@ -280,3 +280,27 @@ def test_jobs_acts_on_a_job_through_the_committer_that_made_it(tmp_path, capsys)
     committer.commit_job(job, [message])
     store = outcommit.open_store(dest)
     assert visible_files(store, store.strip(dest)) == {"part-0.csv": b"id\n1\n"}
+
+
+def test_a_marker_naming_a_committer_that_cannot_act_here_breaks_nothing(tmp_path, capsys) -> None:
+    """Review finding: one job whose marker names a committer not installed here (or unsafe
+    here, or a tampered marker) made 'jobs list' fail for every job."""
+    import outcommit
+    from outcommit.committer import JOB_MARKER
+
+    dest = f"file://{tmp_path}/out"
+    _, job_live, _ = _v1_job(dest, "c.txt")
+    other = outcommit.create_committer(dest, committer="manifest")
+    job_other = outcommit.JobContext(dest)
+    other.setup_job(job_other)
+    marker = tmp_path / "out" / "_temporary" / job_other.job_id / "00" / JOB_MARKER
+    data = json.loads(marker.read_text())
+    for name in ("bogus", "magic"):  # not installed; not safe on file://
+        marker.write_text(json.dumps({**data, "committer": name}))
+        assert main(["jobs", "list", dest, "--json"]) == 0
+        rows = {row["jobId"]: row for row in json.loads(capsys.readouterr().out)}
+        assert rows[job_live.job_id]["status"] == "live"
+        assert (rows[job_other.job_id]["status"], rows[job_other.job_id]["committer"]) == ("unknown", name)
+        assert main(["jobs", "abort", dest, job_other.job_id, "--force", "--interrupted"]) == 2
+        assert f"set up by committer '{name}'" in capsys.readouterr().err
+        assert marker.exists()

@@ -251,25 +251,35 @@ def _status(committer: Any, job_id: str, attempts: list[int]) -> str:
         return "unknown"
 
 
-def _owned(committer: Any, job_id: str, args: argparse.Namespace, made: dict[str, Any]) -> Any:
-    """The committer that made job ``job_id``, as its markers say: committers that share a
-    layout (``v1``, ``v2``, ``manifest``: ``_temporary/``) misread each other's jobs. An
-    explicit ``--committer`` that contradicts the markers is refused."""
+def _owned(committer: Any, job_id: str, args: argparse.Namespace,
+           made: dict[str, Any]) -> tuple[Any, str]:
+    """The committer that made job ``job_id``, as its markers say, and its name: committers
+    that share a layout (``v1``, ``v2``, ``manifest``: ``_temporary/``) misread each other's
+    jobs. An explicit ``--committer`` that contradicts the markers is refused; a committer
+    that cannot act here is None (listed as ``unknown``; an abort is refused)."""
     from .factory import create_committer
 
     try:
         owner = committer.job_owner(job_id)
     except Exception as exc:  # the store failed: the status says 'unknown' below
         logging.getLogger("outcommit.cli").warning("committer of job %s: %s", job_id, exc)
-        return committer
+        return committer, committer.name
     if owner is None or owner == committer.name:
-        return committer
+        return committer, committer.name
     if args.committer and args.action == "abort":
         raise OutcommitError(f"job {job_id} was set up by committer {owner} (its marker says), "
                              f"not {committer.name}: run this with --committer {owner}")
     if owner not in made:
-        made[owner] = create_committer(args.url, _config(args.conf), owner)
-    return made[owner]
+        try:
+            made[owner] = create_committer(args.url, _config(args.conf), owner)
+        except OutcommitError as exc:  # not installed here, unsafe here, or a tampered marker
+            if args.action == "abort":
+                raise OutcommitError(f"job {job_id} was set up by committer {owner!r} (its marker "
+                                     f"says), which cannot act on {args.url} here: {exc}") from exc
+            logging.getLogger("outcommit.cli").warning(
+                "job %s was set up by committer %r, which cannot act here: %s", job_id, owner, exc)
+            made[owner] = None
+    return made[owner], owner
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -282,9 +292,9 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if args.action == "list":
         rows = []
         for job_id, attempts in sorted(jobs.items()):
-            owner = _owned(chosen, job_id, args, made)
-            rows.append({"jobId": job_id, "attempts": attempts,
-                         "status": _status(owner, job_id, attempts), "committer": owner.name})
+            owner, name = _owned(chosen, job_id, args, made)
+            status = "unknown" if owner is None else _status(owner, job_id, attempts)
+            rows.append({"jobId": job_id, "attempts": attempts, "status": status, "committer": name})
         if args.json:
             print(json.dumps(rows, indent=2))
         else:
@@ -299,7 +309,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if args.job_id not in jobs:
         raise OutcommitError(f"no temporary state of job {args.job_id} ({chosen.name}) under "
                              f"{args.url}: nothing to abort (another committer? --committer)")
-    committer = _owned(chosen, args.job_id, args, made)
+    committer, _ = _owned(chosen, args.job_id, args, made)
     attempts = jobs[args.job_id]
     status = _status(committer, args.job_id, attempts)
     what, risky = JOB_ABORTS.get(status, JOB_ABORTS["unknown"])
