@@ -182,7 +182,7 @@ def cmd_uploads(args: argparse.Namespace) -> int:
             "(docs/azure.md)")
     directory = store.strip(args.url).rstrip("/") + "/"
     uploads = multipart.list_pending(directory)
-    if args.action == "abort" and args.older_than is not None:
+    if args.older_than is not None:  # list and check too: 'check --older-than 24h' in a cron job
         cutoff = datetime.now(timezone.utc) - args.older_than
         uploads = [u for u in uploads if u.initiated is None or _aware(u.initiated) <= cutoff]
     def as_json(upload: Any, **extra: Any) -> dict[str, Any]:
@@ -440,7 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list them; abort them; check: exit 1 when any is pending")
     p.add_argument("url", help="the directory (its exact prefix: out/dataset1/ is not out/dataset10/)")
     p.add_argument("--older-than", type=parse_duration, default=None, metavar="DURATION",
-                   help="abort only uploads initiated longer ago than this (e.g. 90m, 24h, 7d)")
+                   help="only uploads initiated longer ago than this (e.g. 90m, 24h, 7d): "
+                        "what list shows, check counts and abort aborts")
     p.add_argument("--force", action="store_true", help="really abort (default: show what would be)")
     _conf_option(p)
     p.set_defaults(func=cmd_uploads)

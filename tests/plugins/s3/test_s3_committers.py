@@ -303,7 +303,14 @@ def test_uploads_cli_lists_checks_and_aborts(config, s3_root, capsys):
     listed = capsys.readouterr().out
     assert listed.count("\n") == 2 and "a.txt" in listed and "cli0" not in listed
     assert cli_main(["uploads", "check", url, *conf]) == 1
-    # moto dates every upload 2010-11-10: an age of 100 000 days (274 years) spares them.
+    # moto dates every upload 2010-11-10: an age of 100 000 days (274 years) spares them,
+    # in what list shows and check counts too (they ignored --older-than: a cron job's
+    # 'check --older-than 24h' alerted on uploads of running jobs).
+    capsys.readouterr()
+    assert cli_main(["uploads", "list", url, "--older-than", "100000d", *conf]) == 0
+    assert capsys.readouterr().out == ""
+    assert cli_main(["uploads", "check", url, "--older-than", "100000d", *conf]) == 0
+    assert cli_main(["uploads", "check", url, "--older-than", "1d", *conf]) == 1
     assert cli_main(["uploads", "abort", url, "--older-than", "100000d", "--force", *conf]) == 0
     assert len(store.multipart().list_pending(store.strip(url))) == 2
     assert cli_main(["uploads", "abort", url, *conf]) == 1  # without --force: only shows
