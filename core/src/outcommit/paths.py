@@ -3,8 +3,12 @@ names of Hive partition directories."""
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import math
 import posixpath
 import re
+import struct
 from typing import Any
 from urllib.parse import quote
 
@@ -44,9 +48,11 @@ _EARLIER_SAFE = " -_.~:,;@+!$()'"
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
-def escape_partition_value(value: Any) -> str:
-    """Hive's and Spark's escaping (``ExternalCatalogUtils.escapePathName``): ``%XX`` for
-    the ASCII characters in :data:`_ESCAPED` only, every other character as it is.
+def escape_partition_value(value: Any, single: bool = False) -> str:
+    """A partition directory's value as Spark's own writer names it: the value as Spark
+    casts it to a string (:func:`partition_text`), escaped as Spark escapes it
+    (``ExternalCatalogUtils.escapePathName``): ``%XX`` for the ASCII characters in
+    :data:`_ESCAPED` only, every other character as it is. ``single``: a 32-bit float.
 
     Spark reads each ``%XX`` back as the one character XX, so a UTF-8 byte escape of a
     non-ASCII character (``Z%C3%BCrich``) would read back as ``ZÃ¼rich``; pyarrow reads
@@ -54,12 +60,61 @@ def escape_partition_value(value: Any) -> str:
     """
     if value is None:
         return HIVE_DEFAULT_PARTITION
-    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    text = partition_text(value, single)
     if text == "":
         return HIVE_DEFAULT_PARTITION
     if text in (".", ".."):
         return text.replace(".", "%2E")
     return text.translate(_ESCAPES)
+
+
+def partition_text(value: Any, single: bool = False) -> str:
+    """``value`` as Spark casts it to a string for a partition directory: ``true``/``false``;
+    doubles as Java's ``Double.toString`` (``1.5``, ``1.0E10``, ``NaN``, ``Infinity``);
+    timestamps ``2026-11-01 10:30:00.25`` (the wall time in the value's own time zone, as
+    Spark renders one in its session time zone, which its Arrow batches carry); dates ISO."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _java_float(value, single)
+    if isinstance(value, datetime.datetime):
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        if value.microsecond:
+            text += f".{value.microsecond:06d}".rstrip("0")
+        return text
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _java_float(value: float, single: bool) -> str:
+    """Java's ``Double.toString`` (``Float.toString`` when ``single``): the shortest digits
+    that read back as the value, in decimal for 10^-3 <= |v| < 10^7, else ``d.dddE<n>``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    digits = repr(value) if not single else next(
+        text for precision in range(1, 10)
+        if struct.unpack("f", struct.pack("f", float(text := f"{value:.{precision}g}")))[0] ==
+        struct.unpack("f", struct.pack("f", value))[0])
+    number = decimal.Decimal(digits).normalize()
+    sign, figures, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    scientific = len(figures) - 1 + exponent  # the exponent of the first digit
+    mantissa = "".join(map(str, figures))
+    if -3 <= scientific < 7:
+        if exponent >= 0:
+            text = mantissa + "0" * exponent + ".0"
+        elif scientific >= 0:
+            text = mantissa[:scientific + 1] + "." + mantissa[scientific + 1:]
+        else:
+            text = "0." + "0" * (-scientific - 1) + mantissa
+    else:
+        text = f"{mantissa[0]}.{mantissa[1:] or '0'}E{scientific}"
+    return ("-" if sign else "") + text
 
 
 def earlier_partition_dir(relative: str) -> str | None:

@@ -120,6 +120,9 @@ def test_partition_values_cannot_escape_their_directory() -> None:
     # As Spark escapes (it reads each %XX back as one character): not UTF-8 bytes.
     assert escape_partition_value("Zürich/東京") == "Zürich%2F東京"
     assert escape_partition_value("t:1 50%\x00") == "t%3A1 50%25%00"
+    # Values as Spark casts them to strings (booleans, Java's doubles).
+    assert [escape_partition_value(v) for v in (True, float("nan"), 1e10, 0.0001, 2.5)] == \
+        ["true", "NaN", "1.0E10", "1.0E-4", "2.5"]
 
 
 def test_a_committing_task_leaves_its_write_slot_to_the_next_task(tmp_path, monkeypatch) -> None:

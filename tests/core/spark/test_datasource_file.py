@@ -184,3 +184,31 @@ def test_spark_reads_back_the_partition_values_written(spark: Any, tmp_path: Any
         return {p.name for p in root.iterdir() if p.name.startswith("city=")}
     assert directories(tmp_path / "ours") - {"city=%2E%2E"} == \
         directories(tmp_path / "spark") - {"city=.."}
+
+
+def test_partition_directories_are_named_as_spark_names_them(spark: Any, tmp_path: Any) -> None:
+    """Booleans were named True/False, timestamps 2026-11-01T10:30:00+00:00, doubles nan
+    and 10000000000.0: not what Spark's writer names (true, 2026-11-01 10:30:00, NaN,
+    1.0E10), so Spark read them back as other values or types, and a table written by both
+    had two partitions for one value."""
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    df = spark.sql("""SELECT * FROM VALUES
+        (1, TIMESTAMP'2026-11-01 10:30:00', true, CAST(1.5 AS DOUBLE), CAST(0.1 AS FLOAT),
+         DATE'2026-11-01', CAST(1.50 AS DECIMAL(5, 2))),
+        (2, TIMESTAMP'2026-11-02 00:00:00.25', false, CAST('NaN' AS DOUBLE), CAST(3.25 AS FLOAT),
+         DATE'2026-11-02', CAST(-2 AS DECIMAL(5, 2))),
+        (3, TIMESTAMP'2026-11-02 00:00:00.25', false, CAST(1e10 AS DOUBLE), CAST(1e10 AS FLOAT),
+         DATE'2026-11-02', CAST(0 AS DECIMAL(5, 2))),
+        (4, TIMESTAMP'2026-11-02 00:00:00.25', false, CAST(0.0001 AS DOUBLE), CAST(-0.5 AS FLOAT),
+         DATE'2026-11-02', CAST(0 AS DECIMAL(5, 2)))
+        AS t(id, ts, b, d, f, day, amount)""")
+    for column in ("ts", "b", "d", "f", "day", "amount"):
+        ours, theirs = tmp_path / f"ours-{column}", tmp_path / f"spark-{column}"
+        df.write.format("outcommit").mode("append").option("partitionBy", column).save(f"file://{ours}")
+        df.write.mode("append").partitionBy(column).parquet(str(theirs))
+        assert {p.name for p in ours.iterdir() if "=" in p.name} == \
+            {p.name for p in theirs.iterdir() if "=" in p.name}, column
+        read_ours, read_theirs = spark.read.parquet(str(ours)), spark.read.parquet(str(theirs))
+        assert dict(read_ours.dtypes)[column] == dict(read_theirs.dtypes)[column], column
+        assert sorted(map(str, read_ours.select("id", column).collect())) == \
+            sorted(map(str, read_theirs.select("id", column).collect())), column

@@ -76,8 +76,9 @@ def split_by_partition(batch: Any, columns: Sequence[str]) -> list[tuple[str, An
     numbers, offsets = rows.flatten(), rows.offsets.to_pylist()
     data = batch.select(data_columns)
     out = []
+    single = {c: pa.types.is_float32(batch.schema.field(c).type) for c in columns}
     for index, key in enumerate(groups.select(list(columns)).to_pylist()):
-        directory = "/".join(f"{c}={escape_partition_value(key[c])}" for c in columns)
+        directory = "/".join(f"{c}={escape_partition_value(key[c], single[c])}" for c in columns)
         start, stop = offsets[index] - offsets[0], offsets[index + 1] - offsets[0]
         out.append((directory, data.take(numbers.slice(start, stop - start))))
     return sorted(out, key=lambda item: item[0])
