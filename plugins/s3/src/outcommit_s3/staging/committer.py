@@ -21,11 +21,12 @@ import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.committers.delayed.files import PendingCommit, PendingSet
-from outcommit.committers.delayed.layout import JobLayout
+from outcommit.committers.delayed.layout import RESERVED, JobLayout
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import DestinationExistsError, TaskCommitError
 from outcommit.parallel import outcomes
 from outcommit.paths import earlier_partition_dir, relative_to
+from outcommit.success import SUCCESS_FILE
 from outcommit.store import Store
 
 from ..commit.committer import MultipartCommitter
@@ -92,14 +93,18 @@ class StagingCommitter(MultipartCommitter):
         os.makedirs(self.work_path(task), exist_ok=True)
 
     def _local_files(self, task: TaskAttemptContext) -> list[tuple[str, str]]:
-        """(local path, relative path) of the task's data files; hidden names are skipped."""
+        """(local path, relative path) of every file the task wrote, whatever its name.
+
+        Nothing is skipped, as ``v1``, ``v2``, ``manifest`` and ``magic`` publish every
+        file of a task attempt: a name starting with ``_`` or ``.`` is the writer's choice
+        (``_src=a/`` is a Hive partition, which readers and Spark read as data), and no
+        local writer here leaves checksum files (fsspec's local filesystem writes no
+        ``.crc``, unlike Hadoop's, which Hadoop's own filter skips).
+        """
         root = self.work_path(task)
         found = []
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        for folder, _, files in os.walk(root):
             for name in files:
-                if name.startswith(("_", ".")):
-                    continue  # checksums, markers: not data
                 full = os.path.join(folder, name)
                 found.append((full, os.path.relpath(full, root).replace(os.sep, "/")))
         return sorted(found, key=lambda f: f[1])
@@ -142,9 +147,23 @@ class StagingCommitter(MultipartCommitter):
         known only once its tasks wrote them, so each task checks its own before it
         uploads anything (job commit checks all of them again)."""
 
+    def check_not_reserved(self, task: TaskAttemptContext, files: list[tuple[str, str]]) -> None:
+        """A file that would land on ``_SUCCESS`` or in a committer's own area (``__magic…``,
+        ``__staging_job-…``, ``_temporary``) fails the task here, before any upload: job
+        commit would refuse its pendingset. It is never skipped (that would lose it)."""
+        for local, final in files:
+            relative = relative_to(final, self.dest)
+            top = relative.split("/", 1)[0]
+            if relative == SUCCESS_FILE or top.startswith(RESERVED) \
+                    or any(p.startswith("__magic") for p in relative.split("/")):
+                raise TaskCommitError(f"task {task.attempt_id}: {local} would be committed as "
+                                      f"{self.store.url(final)}, which the committer reserves "
+                                      f"({top!r}): write it under another name")
+
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
         """Upload every file (two requests each below a part), publish: three requests."""
         files = [(local, self.final_path(task, relative)) for local, relative in self._local_files(task)]
+        self.check_not_reserved(task, files)
         self.check_task_partitions(task, [final for _, final in files])
         started: list[PendingCommit] = []
         uploaded = list(outcomes(lambda f: self._upload(task, f[0], f[1], started), files, self.threads,

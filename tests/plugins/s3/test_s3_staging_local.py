@@ -1,0 +1,56 @@
+"""The staging committers' local side: which files a task commit uploads, a lost staging
+directory, an unusable ``outcommit.s3.staging.tmp-dir``."""
+
+from __future__ import annotations
+
+import pytest
+from s3_helpers import run_task, start
+
+import outcommit
+from outcommit.errors import TaskCommitError
+from outcommit.read import committed_files
+
+pytestmark = pytest.mark.s3
+
+STAGING = ["directory", "partitioned"]
+
+
+@pytest.fixture
+def config(s3_config):
+    return {**s3_config, "outcommit.committer.unique-filenames": "false"}
+
+
+def keys(url, config):
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    return sorted(info.path[len(dest) + 1:] for info in store.list_files(dest))
+
+
+@pytest.mark.parametrize("name", STAGING)
+def test_every_file_is_committed_whatever_its_name(name, config, s3_root):
+    """A ``_src=a`` partition is data (readers and Spark read it); ``_x.csv`` and
+    ``.part-0.csv.crc`` are published too, as v1, v2, manifest and magic publish them."""
+    url = f"{s3_root}/t"
+    committer, job = start(url, config, name)
+    written = {"_src=a/part-0.csv": b"a", "src=b/part-0.csv": b"b", "_x.csv": b"x",
+               ".part-0.csv.crc": b"c", "_src=a/_d/.e/f.csv": b"f"}
+    report = committer.commit_job(job, [run_task(committer, job, 0, written)])
+    assert report.success and report.metrics["files.committed"] == len(written)
+    assert keys(url, config) == sorted([*written, "_SUCCESS"])
+    # The reader's rule decides what is hidden, not the committer: the partition is data
+    assert committed_files(url, config, require_success=False) == [
+        f"{url}/_src=a/part-0.csv", f"{url}/src=b/part-0.csv"]
+    assert committer.store.multipart().list_pending(committer.dest) == []
+
+
+@pytest.mark.parametrize("name", STAGING)
+@pytest.mark.parametrize("reserved", ["_SUCCESS", "_temporary/x.csv", "__magic/x.csv",
+                                      "__staging_job-1/x.csv"])
+def test_a_file_on_a_reserved_name_fails_the_task_before_uploading(name, reserved, config, s3_root):
+    url = f"{s3_root}/t"
+    committer, job = start(url, config, name)
+    with pytest.raises(TaskCommitError, match="reserves"):
+        run_task(committer, job, 0, {"ok.csv": b"1", reserved: b"2"})
+    assert committer.store.multipart().list_pending(committer.dest) == []
+    committer.abort_job(job)
+    assert keys(url, config) == []
