@@ -3,6 +3,9 @@ directory, an unusable ``outcommit.s3.staging.tmp-dir``."""
 
 from __future__ import annotations
 
+import re
+import shutil
+
 import pytest
 from s3_helpers import run_task, start
 
@@ -54,3 +57,40 @@ def test_a_file_on_a_reserved_name_fails_the_task_before_uploading(name, reserve
     assert committer.store.multipart().list_pending(committer.dest) == []
     committer.abort_job(job)
     assert keys(url, config) == []
+
+
+@pytest.mark.parametrize("name", STAGING)
+def test_a_lost_staging_directory_fails_the_task_and_the_job_aborts_clean(name, config, s3_root):
+    """setup_task creates the directory: gone at task commit (a tmp cleaner, a lost disk)
+    means the attempt's output is lost, not that the task wrote nothing."""
+    url = f"{s3_root}/t"
+    committer, job = start(url, config, name)
+    done = run_task(committer, job, 1, {"other.csv": b"1"})  # an earlier task's pending upload
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    committer.filesystem(task).pipe_file(f"{committer.work_path(task)}/part-0.csv", b"0")
+    shutil.rmtree(committer.work_path(task))
+    expected = f"{re.escape(committer.work_path(task))} is gone.*output is lost"
+    with pytest.raises(TaskCommitError, match=expected):
+        committer.needs_task_commit(task)  # never a quiet False: the engine would skip the commit
+    with pytest.raises(TaskCommitError, match=expected):
+        committer.commit_task(task)
+    committer.abort_task(task)
+    assert done["files"] == 1
+    committer.abort_job(job)
+    assert committer.store.multipart().list_pending(committer.dest) == []
+    assert keys(url, config) == []
+
+
+@pytest.mark.parametrize("name", STAGING)
+def test_a_repeated_task_commit_is_not_lost_output(name, config, s3_root):
+    """Task commit removes the staging directory: a repeat answers the same message."""
+    url = f"{s3_root}/t"
+    committer, job = start(url, config, name)
+    first = run_task(committer, job, 0, {"a.csv": b"a"})
+    task = job.task_attempt(0)
+    assert committer.needs_task_commit(task)
+    again = committer.commit_task(task)
+    assert [c["uploadId"] for c in again["commits"]] == [c["uploadId"] for c in first["commits"]]
+    report = committer.commit_job(job, [again])
+    assert report.metrics["files.committed"] == 1 and keys(url, config) == ["_SUCCESS", "a.csv"]

@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any
+from typing import Any, NoReturn
 
 import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.committers.delayed.files import PendingCommit, PendingSet
 from outcommit.committers.delayed.layout import RESERVED, JobLayout
+from outcommit.committers.delayed.pendingsets import parse_bytes
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import DestinationExistsError, TaskCommitError
 from outcommit.parallel import outcomes
@@ -103,13 +104,38 @@ class StagingCommitter(MultipartCommitter):
         """
         root = self.work_path(task)
         found = []
-        for folder, _, files in os.walk(root):
+
+        def lost(error: OSError) -> NoReturn:  # os.walk would skip what it cannot list
+            raise self._lost(task, error) from error
+        for folder, _, files in os.walk(root, onerror=lost):
             for name in files:
                 full = os.path.join(folder, name)
                 found.append((full, os.path.relpath(full, root).replace(os.sep, "/")))
         return sorted(found, key=lambda f: f[1])
 
+    def _lost(self, task: TaskAttemptContext, error: OSError | None = None) -> TaskCommitError:
+        why = f" ({error})" if error is not None else ""
+        return TaskCommitError(
+            f"task {task.attempt_id}: its local staging directory {self.work_path(task)} is gone "
+            f"or cannot be listed{why}: the attempt's output is lost (a tmp cleaner, a lost disk, "
+            "a recycled container?); the task must run again")
+
+    def _published(self, task: TaskAttemptContext) -> PendingSet | None:
+        """This attempt's pendingset if its task commit already published it (the staging
+        directory is removed right after): a repeated task commit, not lost output."""
+        path = self.layout(task.job).pendingset(task.job, task.task_id, task.attempt_id)
+        if not self.meta.exists(path):
+            return None
+        return parse_bytes(self.meta.read_bytes(path), self.meta.url(path), self.expectations(task.job))
+
     def needs_task_commit(self, task: TaskAttemptContext) -> bool:
+        """setup_task created the staging directory: if it is gone, the attempt's output is
+        lost and this raises (as Hadoop's does), rather than answering False, which would
+        make the engine skip the task commit and the job commit without the task's files."""
+        if not os.path.isdir(self.work_path(task)):
+            if self._published(task) is not None:
+                return True  # committed already: commit_task repeats it
+            raise self._lost(task)
         return bool(self._local_files(task))
 
     def final_path(self, task: TaskAttemptContext, relative: str) -> str:
@@ -162,6 +188,13 @@ class StagingCommitter(MultipartCommitter):
 
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
         """Upload every file (two requests each below a part), publish: three requests."""
+        if not os.path.isdir(self.work_path(task)):
+            # setup_task created it: either this attempt's commit already ran (a repeat,
+            # which answers the same again), or its output is gone and the task must fail.
+            published = self._published(task)
+            if published is None:
+                raise self._lost(task)
+            return self.publish_task(task, published)
         files = [(local, self.final_path(task, relative)) for local, relative in self._local_files(task)]
         self.check_not_reserved(task, files)
         self.check_task_partitions(task, [final for _, final in files])
