@@ -10,8 +10,9 @@ import pytest
 from s3_helpers import run_task, start
 
 import outcommit
-from outcommit.errors import TaskCommitError
+from outcommit.errors import ConfigError, TaskCommitError
 from outcommit.read import committed_files
+from outcommit_s3.staging.committer import StagingDirError
 
 pytestmark = pytest.mark.s3
 
@@ -94,3 +95,17 @@ def test_a_repeated_task_commit_is_not_lost_output(name, config, s3_root):
     assert [c["uploadId"] for c in again["commits"]] == [c["uploadId"] for c in first["commits"]]
     report = committer.commit_job(job, [again])
     assert report.metrics["files.committed"] == 1 and keys(url, config) == ["_SUCCESS", "a.csv"]
+
+
+@pytest.mark.parametrize("name", STAGING)
+@pytest.mark.parametrize("kind", ["a regular file", "under a regular file"])
+def test_an_unusable_tmp_dir_is_named_at_task_setup(name, kind, config, s3_root, tmp_path):
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"x")
+    bad = str(plain if kind == "a regular file" else plain / "staging")
+    committer, job = start(f"{s3_root}/t", config, name, **{"outcommit.s3.staging.tmp-dir": bad})
+    task = job.task_attempt(0)
+    with pytest.raises(StagingDirError, match=rf"outcommit\.s3\.staging\.tmp-dir .*= '{re.escape(bad)}'") as e:
+        committer.setup_task(task)
+    assert isinstance(e.value, ConfigError) and isinstance(e.value, OSError)
+    committer.abort_job(job)

@@ -24,16 +24,24 @@ from outcommit.committers.delayed.files import PendingCommit, PendingSet
 from outcommit.committers.delayed.layout import RESERVED, JobLayout
 from outcommit.committers.delayed.pendingsets import parse_bytes
 from outcommit.context import JobContext, TaskAttemptContext
-from outcommit.errors import DestinationExistsError, TaskCommitError
+from outcommit.errors import ConfigError, DestinationExistsError, TaskCommitError
 from outcommit.parallel import outcomes
 from outcommit.paths import earlier_partition_dir, relative_to
 from outcommit.success import SUCCESS_FILE
 from outcommit.store import Store
 
 from ..commit.committer import MultipartCommitter
-from ..settings import STAGING_DIR, STAGING_SHARED_DIR, setting
+from ..settings import HADOOP_ALIASES, STAGING_DIR, STAGING_SHARED_DIR, setting
 
 UNIQUE_FILENAMES = "outcommit.committer.unique-filenames"
+
+
+class StagingDirError(ConfigError, OSError):
+    """``outcommit.s3.staging.tmp-dir`` cannot hold a task's output on this host (missing
+    parent, a regular file, not writable, a read-only or pseudo filesystem).
+
+    A ConfigError (the setting must change) and an OSError (it is this host's disk: an
+    engine retries the task, perhaps on an executor whose disk works)."""
 
 
 def add_unique(name: str, unique: str) -> str:
@@ -56,8 +64,8 @@ class StagingCommitter(MultipartCommitter):
     def __init__(self, destination: str, store: Store, config: Any = None) -> None:
         super().__init__(destination, store, config)
         self.unique_filenames = self.config.get_bool(UNIQUE_FILENAMES, True)
-        self.local_root = os.path.join(setting(self.config, STAGING_DIR) or tempfile.gettempdir(),
-                                       "outcommit-staging")
+        self._tmp_dir = setting(self.config, STAGING_DIR)
+        self.local_root = os.path.join(self._tmp_dir or tempfile.gettempdir(), "outcommit-staging")
         shared = self.config.get_str(STAGING_SHARED_DIR)
         self._shared_url = shared
         self._shared: Store | None = None
@@ -91,7 +99,18 @@ class StagingCommitter(MultipartCommitter):
     def setup_task(self, task: TaskAttemptContext) -> None:
         # No request: a stale attempt only writes locally, and its task commit checks the
         # job after publishing (write, then check).
-        os.makedirs(self.work_path(task), exist_ok=True)
+        # Checked here, on the host that writes, and not at setup_job: the driver's disks
+        # are not the executors' (a path may exist on one and not the other).
+        try:
+            os.makedirs(self.work_path(task), exist_ok=True)
+        except OSError as exc:
+            where = (f"{STAGING_DIR} (Hadoop: {HADOOP_ALIASES[STAGING_DIR]}) = {self._tmp_dir!r}"
+                     if self._tmp_dir else f"the system temp directory {tempfile.gettempdir()!r} "
+                     f"({STAGING_DIR} unset)")
+            raise StagingDirError(
+                f"{where} cannot hold the {self.name} committer's task output on this host: "
+                f"{exc.strerror or exc} creating {self.work_path(task)}; set {STAGING_DIR} "
+                f"to a writable local directory") from exc
 
     def _local_files(self, task: TaskAttemptContext) -> list[tuple[str, str]]:
         """(local path, relative path) of every file the task wrote, whatever its name.
