@@ -105,7 +105,8 @@ def test_an_unusable_tmp_dir_is_named_at_task_setup(name, kind, config, s3_root,
     bad = str(plain if kind == "a regular file" else plain / "staging")
     committer, job = start(f"{s3_root}/t", config, name, **{"outcommit.s3.staging.tmp-dir": bad})
     task = job.task_attempt(0)
-    with pytest.raises(StagingDirError, match=rf"outcommit\.s3\.staging\.tmp-dir .*= '{re.escape(bad)}'") as e:
+    named = rf"outcommit\.s3\.staging\.tmp-dir .*= '{re.escape(bad)}'"
+    with pytest.raises(StagingDirError, match=named) as e:
         committer.setup_task(task)
     assert isinstance(e.value, ConfigError) and isinstance(e.value, OSError)
     committer.abort_job(job)

@@ -27,8 +27,8 @@ from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import ConfigError, DestinationExistsError, TaskCommitError
 from outcommit.parallel import outcomes
 from outcommit.paths import earlier_partition_dir, relative_to
-from outcommit.success import SUCCESS_FILE
 from outcommit.store import Store
+from outcommit.success import SUCCESS_FILE
 
 from ..commit.committer import MultipartCommitter
 from ..settings import HADOOP_ALIASES, STAGING_DIR, STAGING_SHARED_DIR, setting
