@@ -27,7 +27,7 @@ from .errors import (
 )
 from .iostats import IOStatistics, merge_snapshots
 from .parallel import run_all
-from .paths import is_hidden, is_inside, relative_to
+from .paths import hidden_from_readers, is_hidden, is_inside, relative_to
 from .retry import RetryPolicy
 from .store import FileInfo, Store
 from .success import SUCCESS_FILE, SuccessData, load_success
@@ -219,7 +219,7 @@ class Committer:
     def visible_children(self) -> list[FileInfo]:
         """Entries of the destination that are data, or the _SUCCESS of an earlier job."""
         return [c for c in self.store.list_dir(self.dest)
-                if not is_hidden(c.name) or c.name == SUCCESS_FILE]
+                if not hidden_from_readers(c.name) or c.name == SUCCESS_FILE]
 
     def check_destination_free(self, paths: Iterable[str] | None = None) -> None:
         """Conflict mode ``fail``: refuse when the destination (or ``paths``) hold data."""

@@ -20,6 +20,24 @@ def is_hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+def hidden_from_readers(relative_path: str) -> bool:
+    """Whether a reader following Spark's rule skips this path (relative to the destination).
+
+    Spark's ``InMemoryFileIndex.shouldFilterOutPathName``, applied to every component:
+    names starting with ``.``, or with ``_`` unless they hold ``=`` (a partition such as
+    ``_year=2026``), or ending in ``._COPYING_``; Parquet's ``_metadata`` and
+    ``_common_metadata`` summaries are kept. What readers see is the data conflict modes
+    refuse (``fail``) or delete (``replace``); the rest (``_temporary``, other jobs'
+    ``__magic_job-...``) is left alone.
+    """
+    for name in relative_path.strip("/").split("/"):
+        excluded = ((name.startswith("_") and "=" not in name) or name.startswith(".")
+                    or name.endswith("._COPYING_"))
+        if excluded and not name.startswith(("_common_metadata", "_metadata")):
+            return True
+    return False
+
+
 def relative_to(path: str, root: str) -> str:
     """``path`` relative to ``root``; raises ContainmentError if it is not inside."""
     root = root.rstrip("/")

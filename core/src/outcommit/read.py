@@ -21,26 +21,14 @@ from typing import Any
 
 from .errors import CorruptFileError, NotCommittedError
 from .factory import open_store
+from .paths import hidden_from_readers
 from .streaming.reader import committed_files as streaming_files
 from .streaming.reader import dataset as streaming_dataset
 from .streaming.reader import has_batch_log
 from .success import SUCCESS_FILE, SuccessData, load_success
 
-
-def is_hidden(relative_path: str) -> bool:
-    """Whether a reader following Spark's rule skips this path (relative to the destination).
-
-    Spark's ``InMemoryFileIndex.shouldFilterOutPathName``, applied to every component:
-    names starting with ``.``, or with ``_`` unless they hold ``=`` (a partition such as
-    ``_year=2026``), or ending in ``._COPYING_``; Parquet's ``_metadata`` and
-    ``_common_metadata`` summaries are kept.
-    """
-    for name in relative_path.strip("/").split("/"):
-        excluded = ((name.startswith("_") and "=" not in name) or name.startswith(".")
-                    or name.endswith("._COPYING_"))
-        if excluded and not name.startswith(("_common_metadata", "_metadata")):
-            return True
-    return False
+#: Whether a reader following Spark's rule skips a path relative to the destination.
+is_hidden = hidden_from_readers
 
 
 def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
@@ -73,10 +61,12 @@ def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
         report = load_success(store, marker)
         if not report.success:
             raise CorruptFileError(store.url(marker), "success", "is false: not a committed job's report")
-    files = sorted(store.url(info.path) for info in store.list_files(base)
-                   if not is_hidden(info.path[len(base):]))
+    everything = [info.path for info in store.list_files(base)]
+    files = sorted(store.url(path) for path in everything if not is_hidden(path[len(base):]))
     if report is not None:
-        listed = set(files)
+        # Against every file: a task may have written one readers skip (_x.csv), which
+        # the report names all the same.
+        listed = {store.url(path) for path in everything}
         missing = [name for name in report.filenames if name not in listed]
         if missing:
             raise CorruptFileError(

@@ -610,3 +610,24 @@ def test_partitioned_finds_a_partition_under_an_earlier_releases_name(config, s3
                       strict=True))
     assert rows == [(1, "Zürich", "10:30"), (200, "Bern", "10:30")]
     assert "city=Z%C3%BCrich/t=10:30/part-old.csv" not in visible_files(store, store.strip(url))
+
+
+@pytest.mark.parametrize("name", COMMITTERS)
+def test_conflict_modes_see_a_partition_named_with_a_leading_underscore(name, config, s3_root):
+    """_src=a/ is data to Spark and to outcommit.read; the conflict modes took it for
+    hidden state (Hadoop's rule), so 'replace' kept its old files and 'fail' let a job in.
+    Other jobs' state (__magic_job-..., _temporary) stays hidden."""
+    url = f"{s3_root}/underscore-{name}"
+    store = outcommit.open_store(url, config)
+    _seed(store, url, {"_src=a/old.txt": b"old", "_temporary/other.txt": b"t"})
+    with pytest.raises(CommitError, match="_src=a"):  # at setup, task or job commit
+        committer, job = start(url, config, name, **{"outcommit.committer.conflict-mode": "fail"})
+        try:
+            committer.commit_job(job, [run_task(committer, job, 0, {"_src=a/new.txt": b"new"})])
+        finally:
+            committer.abort_job(job)
+    assert store.multipart().list_pending(store.strip(url)) == []
+    committer, job = start(url, config, name, **{"outcommit.committer.conflict-mode": "replace"})
+    committer.commit_job(job, [run_task(committer, job, 0, {"_src=a/new.txt": b"new"})])
+    assert visible_files(store, store.strip(url)) == {"_src=a/new.txt": b"new"}
+    assert store.exists(f"{store.strip(url)}/_temporary/other.txt")

@@ -36,6 +36,7 @@ from ..committer import JOB_MARKER, Committer
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError
 from ..factory import create_committer, open_store
+from ..paths import hidden_from_readers
 from ..store import Store
 from ..success import SUCCESS_FILE, load_success
 from .faults import Fault, FaultInjectingStore, failing_deletes_in
@@ -47,11 +48,12 @@ JOB_STATE_PREFIXES = ("__magic", "__staging")
 
 
 def visible_files(store: Store, dest: str) -> dict[str, bytes]:
-    """Data files under ``dest`` (no path component starting with '_' or '.'), with content."""
+    """Data files under ``dest``, with content: what readers see (Spark's rule,
+    :func:`outcommit.paths.hidden_from_readers`: ``_src=a/`` is a partition)."""
     found: dict[str, bytes] = {}
     for info in store.list_files(dest):
         rel = info.path[len(dest.rstrip("/")) + 1:]
-        if any(part.startswith(("_", ".")) for part in rel.split("/")):
+        if hidden_from_readers(rel):
             continue
         found[rel] = store.read_bytes(info.path)
     return found

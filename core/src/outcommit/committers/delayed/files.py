@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from outcommit.errors import ContainmentError, CorruptFileError
-from outcommit.paths import is_hidden, relative_to
+from outcommit.paths import hidden_from_readers, relative_to
 
 PENDING_SUFFIX = ".pending"
 PENDINGSET_SUFFIX = ".pendingset"
@@ -285,4 +285,5 @@ def _scan_raw(raw: bytes, expect: Expectations) -> list[PendingCommit]:
 
 
 def is_hidden_path(relative: str) -> bool:
-    return any(is_hidden(p) for p in relative.split("/"))
+    """Not data to readers (Spark's rule: ``_src=a/`` is a partition, ``_temporary`` not)."""
+    return hidden_from_readers(relative)
