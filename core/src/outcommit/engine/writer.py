@@ -5,8 +5,13 @@ the files).
 A task never holds its partition: :class:`StreamingWriter` takes record batches one at a
 time, splits each by partition value, and appends the rows to one open file per
 partition directory, which rolls over to a new file after ``max_rows_per_file`` rows or
-``max_bytes_per_file`` bytes. A task's memory is its open files' buffers (a Parquet row
-group being filled, the store stream's buffer), whatever the size of its partition.
+about ``max_bytes_per_file`` bytes, within a batch if need be (the batch is sliced). The
+byte budget counts the bytes the file has written plus an estimate of the rows it is about
+to take: their Arrow size times the ratio of encoded to Arrow bytes the file (or the
+previous file) has shown; the first guess of a task is checked by encoding the buffered
+rows. A Parquet row group holds at most ``row_group_size`` rows and about ROW_GROUP_BYTES
+(Arrow) of them. A task's memory is its open files' buffers (a Parquet row group being
+filled, the store stream's buffer), whatever the size of its partition.
 
 Shared by the local engine and the PySpark data source. Any fsspec filesystem works,
 including the magic committer's, because files are written through ``fs.open``.
@@ -88,14 +93,17 @@ class _OpenFile:
     """One file being written in one partition directory, in one format."""
 
     def __init__(self, fs: Any, path: str, relative: str, schema: Any, fmt: str,
-                 options: dict[str, Any]) -> None:
+                 options: dict[str, Any], ratio: float = 1.0) -> None:
         self.relative = relative
+        self.start_ratio = ratio       # the estimate until this file has encoded rows
         self.fmt = fmt
         self.rows = 0
         self.stream = fs.open(path, "wb")
         self.pending: list[Any] = []   # Parquet: batches of the row group being filled
         self.pending_rows = 0
         self.pending_bytes = 0
+        self.arrow_flushed = 0         # Arrow bytes of the rows encoded into the stream
+        self.encoded_flushed = 0       # what they took in the stream
         self.row_group_rows = int(options.get("row_group_size") or DEFAULT_ROW_GROUP_ROWS)
         try:
             if fmt == "parquet":
@@ -119,26 +127,68 @@ class _OpenFile:
             self.pending.append(batch)
             self.pending_rows += batch.num_rows
             self.pending_bytes += batch.nbytes
-            if self.pending_rows >= self.row_group_rows or self.pending_bytes >= ROW_GROUP_BYTES:
-                self._flush_row_group()
-        elif self.fmt == "csv":
+            # Full row groups go out as they fill: at most ``row_group_rows`` rows and about
+            # ROW_GROUP_BYTES (Arrow) each; the rest waits for the next batch.
+            while self.pending_rows and (self.pending_rows >= self.row_group_rows
+                                         or self.pending_bytes >= ROW_GROUP_BYTES):
+                self._flush_row_group(self._group_rows())
+            return
+        before = int(self.stream.tell())
+        if self.fmt == "csv":
             self.writer.write_batch(batch)
         else:
             for row in batch.to_pylist():
                 self.stream.write(json.dumps(row, default=str, ensure_ascii=False).encode("utf-8"))
                 self.stream.write(b"\n")
+        self._encoded(batch.nbytes, int(self.stream.tell()) - before)
 
-    def _flush_row_group(self) -> None:
+    def _group_rows(self) -> int:
+        """Rows of the next row group: ``row_group_rows``, fewer if they exceed ROW_GROUP_BYTES."""
+        per_row = self.pending_bytes / self.pending_rows
+        by_bytes = max(1, int(ROW_GROUP_BYTES // per_row)) if per_row > 0 else self.pending_rows
+        return min(self.pending_rows, self.row_group_rows, by_bytes)
+
+    def _flush_row_group(self, rows: int | None = None) -> None:
+        """Write the first ``rows`` pending rows (all by default) as one row group."""
         import pyarrow as pa
 
-        if self.pending:
-            table = pa.Table.from_batches(self.pending)
-            self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
-            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+        if not self.pending:
+            return
+        table = pa.Table.from_batches(self.pending)
+        rows = table.num_rows if rows is None else rows
+        group, rest = table.slice(0, rows), table.slice(rows)
+        group_bytes = group.nbytes
+        before = int(self.stream.tell())
+        self.writer.write_table(group, row_group_size=max(rows, 1))
+        self._encoded(group_bytes, int(self.stream.tell()) - before)
+        # The rest: zero-copy slices of the pending batches, kept for the next row group.
+        self.pending = rest.to_batches() if rest.num_rows else []
+        self.pending_rows = rest.num_rows
+        self.pending_bytes = rest.nbytes if rest.num_rows else 0
+
+    def _encoded(self, arrow_bytes: int, encoded_bytes: int) -> None:
+        self.arrow_flushed += arrow_bytes
+        self.encoded_flushed += encoded_bytes
+
+    def measured(self) -> bool:
+        return self.arrow_flushed > 0 and self.encoded_flushed > 0
+
+    def encode_pending(self) -> None:
+        """Parquet: write the rows buffered so far as a row group now."""
+        if self.fmt == "parquet":
+            self._flush_row_group()
+
+    def ratio(self) -> float:
+        """Encoded bytes per Arrow byte of the rows this file has encoded so far (before any:
+        the previous file's, or 1)."""
+        if not self.measured():
+            return self.start_ratio
+        return self.encoded_flushed / self.arrow_flushed
 
     def size(self) -> int:
-        """Bytes written so far (what the store stream has taken)."""
-        return int(self.stream.tell()) + self.pending_bytes
+        """Bytes written so far (what the store stream has taken), plus the estimated encoded
+        size of the rows buffered for the row group being filled."""
+        return int(self.stream.tell()) + int(self.pending_bytes * self.ratio())
 
     def close(self) -> WrittenFile:
         if self.fmt == "parquet":
@@ -167,6 +217,11 @@ class StreamingWriter:
 
     ``on_file(seq, relative_path)`` is called before each file is opened (the engines'
     failure injection fails an attempt mid-write there).
+
+    ``schema`` (Arrow), or the schema of an empty batch written, lets task 0 of an
+    unpartitioned Parquet write that received no rows write one file with no rows, as
+    Spark's FileFormatWriter does: a job whose every task is empty then leaves a dataset
+    that readers can read (no rows, its columns) instead of nothing but ``_SUCCESS``.
     """
 
     fs: Any
@@ -181,9 +236,11 @@ class StreamingWriter:
     max_bytes_per_file: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     on_file: Callable[[int, str], None] | None = None
+    schema: Any = None
     written: list[WrittenFile] = field(default_factory=list)
     _open: dict[str, _OpenFile] = field(default_factory=dict)
     _seq: int = 0
+    _ratio: float | None = None   # encoded bytes per Arrow byte of the last file closed
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
@@ -191,18 +248,35 @@ class StreamingWriter:
 
     def write_batch(self, batch: Any) -> None:
         if batch.num_rows == 0:
-            return  # an empty task writes no file, as Spark does
+            if self.schema is None:
+                self.schema = batch.schema
+            return  # no file for no rows (but see close(): task 0's schema-only file)
         for directory, part in split_by_partition(batch, list(self.partition_by)):
+            # Arrow bytes per row of this part: what the byte budget is estimated with.
+            per_row = part.nbytes / part.num_rows
             offset = 0
             while offset < part.num_rows:
                 current = self._file(directory, part.schema)
                 room = part.num_rows - offset
                 if self.max_rows_per_file > 0:
                     room = min(room, self.max_rows_per_file - current.rows)
+                cut = False
+                if self.max_bytes_per_file > 0 and per_row > 0:
+                    # The rows that fit in the file's remaining bytes, at the encoded size per
+                    # Arrow byte this file has shown so far; at least one row.
+                    left = self.max_bytes_per_file - current.size()
+                    fit = max(1, int(left // (per_row * current.ratio())))
+                    if fit < room:
+                        room, cut = fit, True
                 current.write(part.slice(offset, room))
                 offset += room
-                if self._full(current):
-                    self.written.append(self._open.pop(directory).close())
+                if cut and not (current.measured() or self._ratio is not None):
+                    # The fit was a guess at 1 byte per Arrow byte: encode the buffered rows
+                    # to measure, and fill the rest of the file at the measured ratio.
+                    current.encode_pending()
+                    cut = False
+                if cut or self._full(current):
+                    self._close(directory)
 
     def write_batches(self, batches: Iterable[Any]) -> list[WrittenFile]:
         """Write every batch, then close; on failure the open files are thrown away."""
@@ -229,14 +303,29 @@ class StreamingWriter:
             self._seq += 1
             current = self._open[directory] = _OpenFile(
                 self.fs, posixpath.join(self.base, relative), relative, schema, self.fmt,
-                dict(self.options))
+                dict(self.options), 1.0 if self._ratio is None else self._ratio)
         return current
+
+    def _close(self, directory: str) -> None:
+        current = self._open.pop(directory)
+        self.written.append(current.close())
+        if current.measured():
+            self._ratio = current.ratio()
 
     def close(self) -> list[WrittenFile]:
         """Finish every open file; what was written, in order."""
         for directory in sorted(self._open):
-            self.written.append(self._open.pop(directory).close())
+            self._close(directory)
+        if self.empty_file_due():
+            self._file("", self.schema)
+            self._close("")
         return self.written
+
+    def empty_file_due(self) -> bool:
+        """Spark's rule: task 0 of an unpartitioned Parquet write writes a file with the
+        schema and no rows when it received no rows (whatever the other tasks received)."""
+        return (self.task_index == 0 and self.fmt == "parquet" and not self.partition_by
+                and not self.written and not self._open and self.schema is not None)
 
     def abort(self) -> None:
         for current in self._open.values():
