@@ -194,3 +194,46 @@ def test_task_attempts_share_one_store(tmp_path, monkeypatch) -> None:
     assert driver is None and len(attempts) == 4
     assert attempts[0] is not None and all(s is attempts[0] for s in attempts)
     assert sorted(read_back(dest)["id"].to_pylist()) == list(range(90))
+
+
+def test_local_driver_takes_bytes_row_group_and_codec_options(tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    dest = f"file://{tmp_path}/out"
+    table = pa.table({"id": pa.array(range(20_000), pa.int64()),
+                      "s": [f"{i:064d}" * 16 for i in range(20_000)]})
+    LocalDriver(dest, max_bytes_per_file=1_000_000, row_group_size=500,
+                compression="zstd").run([table])
+    files = sorted((tmp_path / "out").glob("*.parquet"))
+    assert len(files) > 1 and all(f.stat().st_size < 1_100_000 for f in files)
+    meta = pq.ParquetFile(files[0]).metadata
+    assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) == 500
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+    assert read_back(dest).num_rows == 20_000
+
+
+@pytest.mark.parametrize(("options", "data", "message"), [
+    ({"compression": "snapy"}, None, "unknown Parquet compression 'snapy'"),
+    ({"compression": "lzo"}, None, "cannot be written with pyarrow"),
+    ({"partition_by": ["st"]}, pa.table({"id": [1], "st": [{"a": 1}]}),
+     "cannot use struct<a: int64> for partition column 'st'"),
+    ({"partition_by": ["b"]}, pa.table({"id": [1], "b": [b"x"]}),
+     "cannot use binary for partition column 'b'"),
+])
+def test_bad_codec_or_partition_type_fails_before_any_task_runs(tmp_path, options, data,
+                                                                message) -> None:
+    from outcommit import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        LocalDriver(f"file://{tmp_path}/out", **options).run([data] if data else tables(2))
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_job_leaves_a_readable_dataset(tmp_path) -> None:
+    """Only _SUCCESS was written: a reader found no columns (user trial)."""
+    dest = f"file://{tmp_path}/out"
+    empty = tables(1)[0].slice(0, 0)
+    LocalDriver(dest).run([empty, empty])
+    assert len(list((tmp_path / "out").glob("*.parquet"))) == 1
+    back = read_back(dest)
+    assert back.num_rows == 0 and back.schema == empty.schema

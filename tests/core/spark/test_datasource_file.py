@@ -212,3 +212,72 @@ def test_partition_directories_are_named_as_spark_names_them(spark: Any, tmp_pat
         assert dict(read_ours.dtypes)[column] == dict(read_theirs.dtypes)[column], column
         assert sorted(map(str, read_ours.select("id", column).collect())) == \
             sorted(map(str, read_theirs.select("id", column).collect())), column
+
+
+def _parquet_files(url: str) -> list[str]:
+    root = url.removeprefix("file://")
+    return [f"{root}/{f}" for f in visible_files(url) if f.endswith(".parquet")]
+
+
+def test_max_bytes_per_file_and_row_group_size_hold_within_spark_batches(spark: Any,
+                                                                         tmp_path: Any) -> None:
+    """Spark hands over batches of 10,000 rows: maxBytesPerFile=1000000 gave 10.4 MB files and
+    rowGroupSize=1000 10,000-row groups (user trial)."""
+    import os
+
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    df = spark.range(0, 20000, numPartitions=1).select(
+        "id", F.expr("repeat(sha2(cast(id AS string), 256), 16)").alias("s"))
+    by_bytes, by_groups = f"file://{tmp_path}/mb", f"file://{tmp_path}/rg"
+    df.write.format("outcommit").mode("overwrite").option("compression", "none") \
+        .option("maxBytesPerFile", "1000000").save(by_bytes)
+    sizes = [os.path.getsize(f) for f in _parquet_files(by_bytes)]
+    assert len(sizes) >= 18 and max(sizes) < 1_100_000, sizes
+    df.write.format("outcommit").mode("overwrite").option("rowGroupSize", "1000").save(by_groups)
+    meta = pq.ParquetFile(_parquet_files(by_groups)[0]).metadata
+    assert {meta.row_group(i).num_rows for i in range(meta.num_row_groups)} == {1000}
+    assert spark.read.parquet(by_bytes).count() == spark.read.parquet(by_groups).count() == 20000
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("compression", "snapy", "unknown Parquet compression 'snapy'"),
+    ("partitionBy", "st", r"cannot use struct<a:bigint> for partition column 'st'"),
+    ("partitionBy", "arr", r"cannot use array<bigint> for partition column 'arr'"),
+    ("partitionBy", "m", r"cannot use map<string,bigint> for partition column 'm'"),
+    ("partitionBy", "bin", r"cannot use binary for partition column 'bin'"),
+])
+def test_bad_codec_or_partition_column_type_fails_on_the_driver(
+        spark: Any, local_dest: str, option: str, value: str, message: str) -> None:
+    """They passed the driver and failed in every task with a raw pyarrow traceback."""
+    df = spark.sql("SELECT id, named_struct('a', id) AS st, array(id) AS arr, "
+                   "map('k', id) AS m, cast('x' AS binary) AS bin FROM range(10)")
+    with pytest.raises(Exception, match=message) as info:
+        df.write.format("outcommit").mode("append").option(option, value).save(local_dest)
+    assert "OptionError" in str(info.value)
+    # Failed in writer(), before job setup: nothing was created.
+    assert not open_store(local_dest).exists(open_store(local_dest).strip(local_dest))
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_an_empty_dataframe_leaves_a_readable_dataset(spark: Any, local_dest: str,
+                                                      partitions: int) -> None:
+    """As Spark's own writer (task 0 writes a file with the schema when it got no rows);
+    outcommit wrote only _SUCCESS, so spark.read.parquet failed with UNABLE_TO_INFER_SCHEMA."""
+    import outcommit.read
+
+    df = spark.range(0, 10, numPartitions=partitions).selectExpr(
+        "id", "cast(id AS string) AS s", "timestamp'2026-11-01 10:30:00' AS ts").where("id < 0")
+    df.write.format("outcommit").mode("overwrite").save(local_dest)
+    back = spark.read.parquet(local_dest)
+    assert back.count() == 0 and back.columns == ["id", "s", "ts"]
+    assert [(f.name, f.dataType) for f in back.schema] == [(f.name, f.dataType) for f in df.schema]
+    assert len(_parquet_files(local_dest)) == 1
+    table = outcommit.read.dataset(local_dest).to_table()
+    assert table.num_rows == 0 and table.column_names == ["id", "s", "ts"]
+    # Rows in task 1 only: task 0 adds its schema-only file, as Spark's writer does.
+    some = spark.range(0, 10, numPartitions=2).selectExpr(
+        "id", "cast(id AS string) AS s", "timestamp'2026-11-01 10:30:00' AS ts").where("id >= 5")
+    some.write.format("outcommit").mode("overwrite").save(local_dest)
+    assert sorted(r.id for r in spark.read.parquet(local_dest).collect()) == [5, 6, 7, 8, 9]

@@ -66,6 +66,9 @@ def test_job_id_from_spark_write_job_uuid() -> None:
     ({"conflictMode": "merge"}, "use fail, append or replace"),
     ({"partitionBy": "a,a"}, "names a column twice"),
     ({"maxRowsPerFile": "many"}, "not an integer"),
+    ({"compression": "snapy"}, "unknown Parquet compression 'snapy': use one of none, "),
+    ({"compression": "lzo"}, "'lzo' cannot be written with pyarrow"),
+    ({"compression": "gzip", "format": "csv"}, "writes csv files uncompressed"),
 ])
 def test_bad_options_get_clear_errors(options: dict[str, str], message: str) -> None:
     with pytest.raises(OptionError, match=message):
@@ -87,3 +90,11 @@ def test_a_misspelled_option_fails_with_what_was_meant() -> None:
         plan({"colour": "blue"})
     # Configuration keys are options too, checked against what the plugins read.
     assert plan({"outcommit.committer.threads": "3"}).config["outcommit.committer.threads"] == "3"
+
+
+@pytest.mark.parametrize(("given", "codec"), [
+    ("none", "none"), ("UNCOMPRESSED", "none"), ("snappy", "snappy"), ("gzip", "gzip"),
+    ("zstd", "zstd"), ("lz4", "lz4"), ("lz4_raw", "lz4_raw"), ("brotli", "brotli")])
+def test_spark_compression_names_become_pyarrow_codecs(given: str, codec: str) -> None:
+    """A bad codec failed in every task with a raw pyarrow traceback (user trial)."""
+    assert plan({"compression": given}).file_options["compression"] == codec

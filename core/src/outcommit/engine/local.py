@@ -25,7 +25,7 @@ from ..errors import CommitError, ConfigError, InjectedFailure
 from ..factory import create_committer, shared_store
 from ..stores.memory import MemoryStore
 from ..success import SuccessData
-from .writer import StreamingWriter, WrittenFile
+from .writer import FORMATS, StreamingWriter, WrittenFile, check_compression, check_partition_types
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,8 @@ class TaskSpec:
     partition_by: tuple[str, ...]
     max_rows_per_file: int
     failure: FailurePoint | None
+    max_bytes_per_file: int = 0
+    file_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -133,7 +135,9 @@ def _write(committer: Committer, task: TaskAttemptContext, spec: TaskSpec) -> li
     written = StreamingWriter(committer.filesystem(task), committer.work_path(task), spec.index,
                               task.job_id, spec.attempt, spec.fmt, spec.partition_by,
                               max_rows_per_file=spec.max_rows_per_file,
-                              on_file=maybe_fail).write_batches(batches)
+                              max_bytes_per_file=spec.max_bytes_per_file,
+                              options=dict(spec.file_options), on_file=maybe_fail,
+                              schema=getattr(spec.table, "schema", None)).write_batches(batches)
     if failure and failure.point == "mid-write":
         maybe_fail(len(written) + failure.after_files, "")
     return written
@@ -147,7 +151,8 @@ class LocalDriver:
                  mode: Literal["thread", "process"] = "thread", max_attempts: int = 2,
                  fmt: str = "parquet", partition_by: Sequence[str] = (),
                  max_rows_per_file: int = 0, failures: Sequence[FailurePoint] = (),
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, max_bytes_per_file: int = 0,
+                 row_group_size: int = 0, compression: str | None = None) -> None:
         if mode not in ("thread", "process"):
             raise ConfigError(f"LocalDriver mode={mode!r}: use 'thread' or 'process'")
         if workers < 1 or max_attempts < 1:
@@ -166,6 +171,19 @@ class LocalDriver:
         self.fmt = fmt
         self.partition_by = tuple(partition_by)
         self.max_rows_per_file = max_rows_per_file
+        if fmt not in FORMATS:
+            raise ConfigError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+        if min(max_rows_per_file, max_bytes_per_file, row_group_size) < 0:
+            raise ConfigError("max_rows_per_file, max_bytes_per_file and row_group_size must be >= 0")
+        self.max_bytes_per_file = max_bytes_per_file
+        # Checked here: a codec pyarrow cannot write fails before any task runs.
+        codec = check_compression(fmt, compression)
+        self.file_options: dict[str, Any] = {}
+        if fmt == "parquet":
+            if row_group_size:
+                self.file_options["row_group_size"] = row_group_size
+            if codec:
+                self.file_options["compression"] = codec
         self.failures = list(failures)
         self.progress = progress or (lambda _msg: None)
 
@@ -179,11 +197,17 @@ class LocalDriver:
     def _spec(self, job: JobContext, index: int, attempt: int, table: Any) -> TaskSpec:
         failure = next((f for f in self.failures if f.task == index and f.attempt == attempt), None)
         return TaskSpec(self.destination, self.committer.name, self.config, job.to_dict(), index,
-                        attempt, table, self.fmt, self.partition_by, self.max_rows_per_file, failure)
+                        attempt, table, self.fmt, self.partition_by, self.max_rows_per_file, failure,
+                        self.max_bytes_per_file, dict(self.file_options))
 
     def run(self, tables: Sequence[Any], job: JobContext | None = None) -> JobResult:
         started = time.monotonic()
         committer = self.committer
+        # Partition columns the data cannot be split by fail before any task runs, for the
+        # tasks given as tables (an iterable of batches shows its schema only in its task).
+        for table in tables:
+            if hasattr(table, "schema"):
+                check_partition_types(table.schema, self.partition_by)
         job = job or JobContext(self.destination, config=committer.config, task_messages=True)
         committer.setup_job(job)
         self.progress(f"job {job.job_id}: {len(tables)} tasks, committer {committer.name} "

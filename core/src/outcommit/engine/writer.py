@@ -36,6 +36,60 @@ DEFAULT_ROW_GROUP_ROWS = 128 * 1024
 ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
+#: Spark's Parquet codec names -> pyarrow's (None: Spark has it, pyarrow cannot write it).
+PARQUET_CODECS: dict[str, str | None] = {
+    "none": "none", "uncompressed": "none", "snappy": "snappy", "gzip": "gzip", "zstd": "zstd",
+    "lz4": "lz4", "lz4_raw": "lz4_raw", "brotli": "brotli", "lzo": None}
+
+
+def check_compression(fmt: str, value: str | None) -> str | None:
+    """The pyarrow codec for a ``compression`` setting (Spark's names), None for none given;
+    a codec the format or this pyarrow cannot write is a ConfigError, before any task runs."""
+    import pyarrow as pa
+
+    if value is None or not str(value).strip():
+        return None
+    name = str(value).strip().lower()
+    if fmt != "parquet":
+        if name in ("none", "uncompressed"):
+            return None
+        raise ConfigError(f"compression={value!r}: outcommit writes {fmt} files uncompressed "
+                          "(compression applies to parquet): leave the option out or use none")
+    if name not in PARQUET_CODECS:
+        raise ConfigError(f"unknown Parquet compression {value!r}: use one of "
+                          f"{', '.join(c for c, v in PARQUET_CODECS.items() if v)}")
+    codec = PARQUET_CODECS[name]
+    if codec is None:
+        raise ConfigError(f"Parquet compression {value!r} cannot be written with pyarrow: use one "
+                          f"of {', '.join(c for c, v in PARQUET_CODECS.items() if v)}")
+    if codec != "none" and not pa.Codec.is_available(codec):
+        raise ConfigError(f"Parquet compression {value!r}: this pyarrow was built without {codec}")
+    return codec
+
+
+def partition_type_problem(arrow_type: Any) -> str | None:
+    """Why a column of this Arrow type cannot be a partition column, or None if it can."""
+    import pyarrow as pa
+
+    if pa.types.is_nested(arrow_type) or pa.types.is_null(arrow_type):
+        return "Spark refuses it for a partition column (INVALID_PARTITION_COLUMN_DATA_TYPE)"
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) \
+            or pa.types.is_fixed_size_binary(arrow_type):
+        return "outcommit cannot name a directory after binary values"
+    return None
+
+
+def check_partition_types(schema: Any, columns: Sequence[str]) -> None:
+    """Refuse partition columns whose type cannot name a directory (Arrow schema)."""
+    for column in columns:
+        if column in schema.names:
+            problem = partition_type_problem(schema.field(column).type)
+            if problem:
+                raise ConfigError(f"cannot use {schema.field(column).type} for partition column "
+                                  f"{column!r}: {problem}; partition by atomic columns (strings, "
+                                  "numbers, booleans, dates, timestamps, decimals)")
+
+
 @dataclass(frozen=True)
 class WrittenFile:
     path: str          # relative to the work path

@@ -120,6 +120,31 @@ def check_partition_columns(plan: WritePlan, schema: StructType) -> None:
                           f"(columns: {', '.join(schema.fieldNames())})")
     if plan.partition_by and len(plan.partition_by) == len(schema.fieldNames()):
         raise OptionError("partitionBy names every column: no data would be left in the files")
+    from pyspark.sql.types import AtomicType, BinaryType
+
+    for column in plan.partition_by:
+        data_type = schema[column].dataType
+        if not isinstance(data_type, AtomicType):
+            problem = "Spark refuses it for a partition column (INVALID_PARTITION_COLUMN_DATA_TYPE)"
+        elif isinstance(data_type, BinaryType):
+            problem = "outcommit cannot name a directory after binary values"
+        else:
+            continue
+        raise OptionError(f"cannot use {data_type.simpleString()} for partition column {column!r}: "
+                          f"{problem}; partition by atomic columns (strings, numbers, booleans, "
+                          "dates, timestamps, decimals)")
+
+
+def _arrow_schema(schema: StructType) -> Any:
+    """The Arrow schema of the batches Spark hands over (task 0's file when it got no rows:
+    see :class:`~outcommit.engine.writer.StreamingWriter`); None if Arrow has no such type."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except Exception:  # a type Spark's Arrow conversion lacks: no schema-only file
+        log.debug("no Arrow schema for %s", schema.simpleString(), exc_info=True)
+        return None
 
 
 class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
@@ -131,6 +156,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
         committer = create_committer(plan.destination, plan.config, plan.committer)
         job = plan.job_context()
         self.plan = plan
+        self.schema = schema
         self.committer_name = committer.name
         self.selection = committer.selection
         self.job = job.to_dict()
@@ -176,7 +202,7 @@ class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
             committer.filesystem(task), committer.work_path(task), index, job.job_id, attempt,
             plan.fmt, plan.partition_by, max_rows_per_file=plan.max_rows_per_file,
             max_bytes_per_file=plan.max_bytes_per_file, options=dict(plan.file_options),
-            on_file=fail_mid_write)
+            on_file=fail_mid_write, schema=_arrow_schema(self.schema) if index == 0 else None)
         try:
             # Batches as Spark hands them over: the partition is never held in memory.
             for batch in iterator:

@@ -13,8 +13,8 @@ from typing import Any
 from ..config import CORE_ALIASES, CORE_KEYS, Config
 from ..context import SPARK_JOB_UUID_KEY, JobContext
 from ..engine.tasks import WriteSettings
-from ..engine.writer import FORMATS
-from ..errors import OptionError
+from ..engine.writer import FORMATS, check_compression
+from ..errors import ConfigError, OptionError
 
 CONFLICT_KEY = "outcommit.committer.conflict-mode"
 
@@ -39,9 +39,18 @@ DATA_SOURCE_OPTIONS: dict[str, tuple[str, str]] = {
                             "empty as `__HIVE_DEFAULT_PARTITION__`"),
     "conflictMode": ("from the save mode", "`fail`, `append` or `replace`"),
     "maxRowsPerFile": ("0 (no limit)", "roll to a new file after this many rows"),
-    "maxBytesPerFile": ("0 (no limit)", "roll to a new file after about this many bytes"),
-    "rowGroupSize": ("131072", "Parquet rows per row group"),
-    "compression": ("`snappy`", "Parquet codec (`zstd`, `gzip`, `none`, ...)"),
+    "maxBytesPerFile": ("0 (no limit)", "roll to a new file after about this many bytes, "
+                                        "within an Arrow batch if need be; about: the rows still "
+                                        "buffered are estimated from their Arrow size and the "
+                                        "encoded/Arrow ratio measured so far, so a file ends "
+                                        "within one row group's estimate error (plus the footer) "
+                                        "of the limit — a few percent in practice"),
+    "rowGroupSize": ("131072", "most Parquet rows per row group (fewer when 64 MiB of Arrow "
+                               "data come first, and in a file's last group)"),
+    "compression": ("`snappy`", "Parquet codec: `snappy`, `gzip`, `zstd`, `lz4`, `lz4_raw`, "
+                                "`brotli`, `none` (or `uncompressed`); checked on the driver "
+                                "(`lzo` cannot be written by pyarrow); CSV and JSON are written "
+                                "uncompressed"),
 }
 _OPTION_NAMES = {name.lower(): name for name in DATA_SOURCE_OPTIONS}
 # Test and demo hook, not a user option: the first attempt of this Spark partition fails
@@ -192,12 +201,16 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     config[CONFLICT_KEY] = mode
 
     file_options: dict[str, Any] = {}
+    try:
+        codec = check_compression(fmt, lowered.get("compression"))
+    except ConfigError as error:
+        raise OptionError(f"option {error}") from None
     if fmt == "parquet":
         row_group = _int_option(lowered, "rowgroupsize", 0)
         if row_group:
             file_options["row_group_size"] = row_group
-        if lowered.get("compression"):
-            file_options["compression"] = lowered["compression"].strip().lower()
+        if codec:
+            file_options["compression"] = codec
     fail_once = lowered.get(FAIL_TASK_ONCE_OPTION)
     committer = lowered.get("committer", "").strip() or None
     return WritePlan(
