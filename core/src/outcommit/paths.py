@@ -96,12 +96,15 @@ def partition_text(value: Any, single: bool = False) -> str:
     if isinstance(value, float):
         return _java_float(value, single)
     if isinstance(value, datetime.datetime):
-        text = value.strftime("%Y-%m-%d %H:%M:%S")
-        if value.microsecond:
-            text += f".{value.microsecond:06d}".rstrip("0")
+        text = (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
+                f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}")
+        # pandas Timestamps (pyarrow's timestamp[ns] values) carry nanoseconds; Spark has none.
+        nanos = value.microsecond * 1000 + int(getattr(value, "nanosecond", 0))
+        if nanos:
+            text += f".{nanos:09d}".rstrip("0")
         return text
     if isinstance(value, datetime.date):
-        return value.isoformat()
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
     return str(value)
 
 

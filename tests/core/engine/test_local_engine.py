@@ -237,3 +237,34 @@ def test_an_empty_job_leaves_a_readable_dataset(tmp_path) -> None:
     assert len(list((tmp_path / "out").glob("*.parquet"))) == 1
     back = read_back(dest)
     assert back.num_rows == 0 and back.schema == empty.schema
+
+
+def test_timestamp_partitions_keep_nanoseconds_and_four_digit_years(tmp_path) -> None:
+    """Review findings: nanoseconds were dropped (two values, one directory) and years
+    before 1000 lost their zero padding (Spark then read the column as strings)."""
+    import datetime
+
+    import pandas as pd
+
+    values = [pd.Timestamp("2026-01-01 00:00:00.000000001"), pd.Timestamp("2026-01-01 00:00:00.000000002")]
+    table = pa.Table.from_pandas(pd.DataFrame({"id": [1, 2], "ts": values}), preserve_index=False)
+    LocalDriver(f"file://{tmp_path}/ns", partition_by=["ts"]).run([table])
+    assert sorted(p.name for p in (tmp_path / "ns").iterdir() if "=" in p.name) == [
+        "ts=2026-01-01 00%3A00%3A00.000000001", "ts=2026-01-01 00%3A00%3A00.000000002"]
+    assert escape_partition_value(datetime.datetime(999, 1, 1, 5)) == "0999-01-01 05%3A00%3A00"
+
+
+@pytest.mark.parametrize("batches", [1, 2])
+def test_two_instants_named_alike_in_a_clock_change_are_refused(batches, tmp_path) -> None:
+    """Review finding: 01:30 PDT and 01:30 PST (an hour apart) both became
+    ts=2026-11-01 01%3A30%3A00; read back, both rows had the first instant."""
+    from outcommit import CommitError
+
+    instants = pa.array([1793521800_000000, 1793525400_000000],
+                        pa.timestamp("us", tz="America/Los_Angeles"))
+    table = pa.table({"id": [1, 2], "ts": instants})
+    parts = [table] if batches == 1 else [table.slice(0, 1), table.slice(1, 1)]
+    source = [pa.Table.from_batches([b for p in parts for b in p.to_batches()])]
+    with pytest.raises(CommitError, match="would share the directory"):
+        LocalDriver(f"file://{tmp_path}/dst", partition_by=["ts"]).run(source)
+    assert not [p for p in (tmp_path / "dst").rglob("*.parquet")]

@@ -19,13 +19,14 @@ including the magic committer's, because files are written through ``fs.open``.
 
 from __future__ import annotations
 
+import datetime
 import json
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UnsupportedWriteError
 from ..paths import escape_partition_value
 
 FORMATS = ("parquet", "csv", "json")
@@ -113,9 +114,14 @@ def row_numbers(count: int) -> Any:
     return pc.indices_nonzero(pc.is_null(pa.nulls(count, pa.bool_())))
 
 
-def split_by_partition(batch: Any, columns: Sequence[str]) -> list[tuple[str, Any]]:
+def split_by_partition(batch: Any, columns: Sequence[str],
+                       seen: dict[str, Any] | None = None) -> list[tuple[str, Any]]:
     """(``col=value/...`` directory, rows without the partition columns) for each partition
-    value in ``batch``; one hash grouping, whatever the number of partitions."""
+    value in ``batch``; one hash grouping, whatever the number of partitions.
+
+    ``seen``: directory -> the partition values named so far (by this task). Two different
+    values named alike (a timestamp's wall time in the hour a clock is set back, once in
+    each offset) are refused: their rows would be read back as one value."""
     import pyarrow as pa
 
     if not columns:
@@ -138,9 +144,27 @@ def split_by_partition(batch: Any, columns: Sequence[str]) -> list[tuple[str, An
     single = {c: pa.types.is_float32(batch.schema.field(c).type) for c in columns}
     for index, key in enumerate(groups.select(list(columns)).to_pylist()):
         directory = "/".join(f"{c}={escape_partition_value(key[c], single[c])}" for c in columns)
+        if seen is not None:
+            values = tuple(_same_value(key[c]) for c in columns)
+            if seen.setdefault(directory, values) != values:
+                raise UnsupportedWriteError(
+                    f"partition values {seen[directory]} and {values} of {', '.join(columns)} "
+                    f"would share the directory {directory!r} (as Spark names it), and read "
+                    "back as one value: partition by a column that tells them apart (for "
+                    "timestamps in a clock change, UTC or a date)")
         start, stop = offsets[index] - offsets[0], offsets[index + 1] - offsets[0]
         out.append((directory, data.take(numbers.slice(start, stop - start))))
     return sorted(out, key=lambda item: item[0])
+
+
+def _same_value(value: Any) -> Any:
+    """``value`` for comparing partition values: NaN equal to NaN, a timestamp as its instant."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, datetime.datetime) and value.tzinfo is not None:
+        # Aware datetimes of one zone compare by wall time, ignoring fold: by the instant.
+        return value.astimezone(datetime.timezone.utc)
+    return value
 
 
 class _OpenFile:
@@ -295,6 +319,7 @@ class StreamingWriter:
     _open: dict[str, _OpenFile] = field(default_factory=dict)
     _seq: int = 0
     _ratio: float | None = None   # encoded bytes per Arrow byte of the last file closed
+    _named: dict[str, Any] = field(default_factory=dict)  # directory -> partition values
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
@@ -305,7 +330,7 @@ class StreamingWriter:
             if self.schema is None:
                 self.schema = batch.schema
             return  # no file for no rows (but see close(): task 0's schema-only file)
-        for directory, part in split_by_partition(batch, list(self.partition_by)):
+        for directory, part in split_by_partition(batch, list(self.partition_by), self._named):
             # Arrow bytes per row of this part: what the byte budget is estimated with.
             per_row = part.nbytes / part.num_rows
             offset = 0

@@ -44,7 +44,10 @@ DATA_SOURCE_OPTIONS: dict[str, tuple[str, str]] = {
                                         "buffered are estimated from their Arrow size and the "
                                         "encoded/Arrow ratio measured so far, so a file ends "
                                         "within one row group's estimate error (plus the footer) "
-                                        "of the limit — a few percent in practice"),
+                                        "of the limit: a few percent while the data compresses "
+                                        "alike, several times the limit when it turns much less "
+                                        "compressible inside one row group (lower rowGroupSize "
+                                        "to bound that)"),
     "rowGroupSize": ("131072", "most Parquet rows per row group (fewer when 64 MiB of Arrow "
                                "data come first, and in a file's last group)"),
     "compression": ("`snappy`", "Parquet codec: `snappy`, `gzip`, `zstd`, `lz4`, `lz4_raw`, "
