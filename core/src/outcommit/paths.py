@@ -117,10 +117,12 @@ def _java_float(value: float, single: bool) -> str:
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    digits = repr(value) if not single else next(
-        text for precision in range(1, 10)
-        if struct.unpack("f", struct.pack("f", float(text := f"{value:.{precision}g}")))[0] ==
-        struct.unpack("f", struct.pack("f", value))[0])
+    if single:  # the fewest significant digits that read back as the same 32-bit float
+        target = _float32(value)
+        digits = next(text for precision in range(1, 10)
+                      if _float32(float(text := f"{value:.{precision}g}")) == target)
+    else:
+        digits = repr(value)
     number = decimal.Decimal(digits).normalize()
     sign, figures, exponent = number.as_tuple()
     assert isinstance(exponent, int)
@@ -152,3 +154,8 @@ def earlier_partition_dir(relative: str) -> str | None:
         parts.append(f"{column}{equals}{value}")
     earlier = "/".join(parts)
     return None if earlier == relative else earlier
+
+
+def _float32(value: float) -> float:
+    """``value`` rounded to a 32-bit float."""
+    return float(struct.unpack("f", struct.pack("f", value))[0])

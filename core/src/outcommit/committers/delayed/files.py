@@ -188,13 +188,19 @@ def _check_target(data: Mapping[str, Any], bucket: str, key: str, where: str, ex
     except ContainmentError:
         raise CorruptFileError(where, prefix + "destinationKey",
                                f"{key!r} is outside the job's destination {expect.destination}") from None
-    top = relative.split("/", 1)[0]
-    # Any magic or staging job directory (this job's or another's): its state, never data.
-    if any(p.startswith("__magic") for p in relative.split("/")) \
-            or any(top.startswith(r) for r in expect.reserved) or relative == "_SUCCESS":
+    if is_reserved_target(relative, expect.reserved):
         raise CorruptFileError(where, prefix + "destinationKey",
-                               f"{key!r} targets a committer's own area {top!r}")
+                               f"{key!r} targets a committer's own area {relative.split('/', 1)[0]!r}")
     return uri
+
+
+def is_reserved_target(relative: str, reserved: Iterable[str]) -> bool:
+    """Whether a file at ``relative`` (to the destination) would land on ``_SUCCESS`` or in
+    a committer's own area: any magic or staging job directory, this job's or another's
+    (its state, never data), or a ``reserved`` top-level name."""
+    top = relative.split("/", 1)[0]
+    return (relative == "_SUCCESS" or any(p.startswith("__magic") for p in relative.split("/"))
+            or any(top.startswith(r) for r in reserved))
 
 
 def parse_pendingset(data: Any, where: str, expect: Expectations) -> PendingSet:

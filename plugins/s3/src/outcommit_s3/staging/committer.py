@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import fsspec
 
 from outcommit import capabilities as caps
-from outcommit.committers.delayed.files import PendingCommit, PendingSet
+from outcommit.committers.delayed.files import PendingCommit, PendingSet, is_reserved_target
 from outcommit.committers.delayed.layout import RESERVED, JobLayout
 from outcommit.committers.delayed.pendingsets import parse_bytes
 from outcommit.context import JobContext, TaskAttemptContext
@@ -28,7 +28,6 @@ from outcommit.errors import ConfigError, DestinationExistsError, TaskCommitErro
 from outcommit.parallel import outcomes
 from outcommit.paths import earlier_partition_dir, relative_to
 from outcommit.store import Store
-from outcommit.success import SUCCESS_FILE
 
 from ..commit.committer import MultipartCommitter
 from ..settings import HADOOP_ALIASES, STAGING_DIR, STAGING_SHARED_DIR, setting
@@ -198,12 +197,10 @@ class StagingCommitter(MultipartCommitter):
         commit would refuse its pendingset. It is never skipped (that would lose it)."""
         for local, final in files:
             relative = relative_to(final, self.dest)
-            top = relative.split("/", 1)[0]
-            if relative == SUCCESS_FILE or top.startswith(RESERVED) \
-                    or any(p.startswith("__magic") for p in relative.split("/")):
+            if is_reserved_target(relative, RESERVED):  # as job commit's check of pendingsets
                 raise TaskCommitError(f"task {task.attempt_id}: {local} would be committed as "
                                       f"{self.store.url(final)}, which the committer reserves "
-                                      f"({top!r}): write it under another name")
+                                      f"({relative.split('/', 1)[0]!r}): write it under another name")
 
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
         """Upload every file (two requests each below a part), publish: three requests."""
