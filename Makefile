@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PLUGIN_PYPROJECTS := $(wildcard plugins/*/pyproject.toml) devtools/pyproject.toml
 
-.PHONY: setup demo test lint type bench wheels clean
+.PHONY: setup demo test generative lint type bench wheels clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,12 @@ demo: setup
 
 test: setup
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The generative tests with LONG_FACTOR times their CI budget, a new seed, the emulators' stores
+# too; failures are saved to tests/hypothesis-examples/ (tests/generative.py).
+generative: setup
+	seed=$$(date +%s); echo "hypothesis seed $$seed"; \
+	OUTCOMMIT_HYPOTHESIS=long $(BIN)/pytest -m generative -p no:cacheprovider --hypothesis-seed=$$seed $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check core plugins devtools tests benchmarks

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+import generative  # noqa: F401  (registers and loads the hypothesis profile: ci or long)
+
 S3_BUCKET = "outcommit-test"
 
 
