@@ -167,6 +167,44 @@ def _same_value(value: Any) -> Any:
     return value
 
 
+class _Sink:
+    """The store stream as a format writer (pyarrow's ParquetWriter, CSVWriter) sees it.
+
+    A failed attempt throws its stream away (a magic upload is aborted, not saved), but
+    pyarrow's ParquetWriter, left open, closes itself when it is collected and writes its
+    footer then, into a stream that is gone: 'Exception ignored in: ParquetWriter.__del__
+    ... File not in write mode' on every retried task. Once :meth:`detach` is called the
+    sink takes the writer's last bytes and drops them, so the writer is closed at once.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.detached = False
+
+    def detach(self) -> None:
+        self.detached = True
+
+    def write(self, data: Any) -> int:
+        if self.detached:
+            return len(memoryview(data))
+        return int(self.stream.write(data))
+
+    def tell(self) -> int:
+        return int(self.stream.tell())
+
+    def flush(self) -> None:
+        if not self.detached:
+            self.stream.flush()
+
+    @property
+    def closed(self) -> bool:
+        # Detached, the sink still takes bytes: pyarrow writes none into a closed file.
+        return False if self.detached else bool(self.stream.closed)
+
+    def writable(self) -> bool:
+        return True
+
+
 class _OpenFile:
     """One file being written in one partition directory, in one format."""
 
@@ -177,6 +215,8 @@ class _OpenFile:
         self.fmt = fmt
         self.rows = 0
         self.stream = fs.open(path, "wb")
+        self.sink = _Sink(self.stream)  # what the format writer writes to (see _Sink)
+        self.writer: Any = None
         self.pending: list[Any] = []   # Parquet: batches of the row group being filled
         self.pending_rows = 0
         self.pending_bytes = 0
@@ -188,13 +228,11 @@ class _OpenFile:
                 import pyarrow.parquet as pq
 
                 kwargs = {k: v for k, v in options.items() if k != "row_group_size"}
-                self.writer: Any = pq.ParquetWriter(self.stream, schema, **kwargs)
+                self.writer = pq.ParquetWriter(self.sink, schema, **kwargs)
             elif fmt == "csv":
                 import pyarrow.csv as pacsv
 
-                self.writer = pacsv.CSVWriter(self.stream, schema)
-            else:
-                self.writer = None
+                self.writer = pacsv.CSVWriter(self.sink, schema)
         except BaseException:
             self.discard()
             raise
@@ -278,7 +316,14 @@ class _OpenFile:
         return WrittenFile(self.relative, self.rows, written)
 
     def discard(self) -> None:
-        """A failed write: the stream is thrown away (a magic upload is aborted, not saved)."""
+        """A failed write: the stream is thrown away (a magic upload is aborted, not saved),
+        and the format writer is closed into nothing (:class:`_Sink`)."""
+        self.sink.detach()
+        if self.writer is not None:
+            try:
+                self.writer.close()
+            except Exception:  # the attempt is failing already; its own error is the one to see
+                pass
         discard = getattr(self.stream, "discard", None)
         try:
             if discard is not None:
