@@ -253,3 +253,52 @@ def test_an_upstream_failure_aborts_only_once_every_partition_ended(
     assert visible_files(store, store.strip(url)) == {}
     assert leftovers(store, store.strip(url)) == []
     assert not store.exists(store.join(store.strip(url), "_SUCCESS"))
+
+
+def _parquet_schema(url: str) -> Any:
+    """The dataset's schema as a reader of the committed files sees it (names, types)."""
+    import outcommit.read
+
+    table = outcommit.read.dataset(url).to_table()
+    return table.num_rows, [(f.name, f.type) for f in table.schema]
+
+
+@pytest.mark.parametrize("rows", ["none", "partitions-2-and-3"])
+def test_an_empty_frame_leaves_a_readable_dataset(tmp_path: Path, rows: str) -> None:
+    """Issue 27: an empty frame committed only _SUCCESS, so readers found no columns (Spark
+    and the local engine write task 0's schema-only file). As Spark's writer: partition 0
+    writes one file with the schema and no rows when it got none, whatever the others got."""
+    import pyarrow.parquet as pq
+
+    import outcommit.dask
+
+    full = ddf()
+    kept = full[full.id < 0] if rows == "none" else full[full.id >= ROWS // 2]
+    empty_url, full_url = f"file://{tmp_path}/empty", f"file://{tmp_path}/full"
+    outcommit.dask.to_parquet(kept, empty_url, scheduler="threads")
+    outcommit.dask.to_parquet(full, full_url, scheduler="threads")
+    count, schema = _parquet_schema(empty_url)
+    assert count == (0 if rows == "none" else ROWS // 2)
+    assert schema == _parquet_schema(full_url)[1]  # the columns and types a full write has
+    assert [name for name, _ in schema] == ["id", "day", "amount"]
+    schema_only = [p for p in (tmp_path / "empty").glob("part-00000-*.parquet")]
+    assert len(schema_only) == 1 and pq.read_metadata(schema_only[0]).num_rows == 0
+
+
+def test_an_empty_partition_of_untyped_columns_writes_no_schema_file(tmp_path: Path) -> None:
+    """With dask's string conversion off, an empty partition's object column has no type
+    (Arrow's null): partition 0's schema-only file made readers take the column as null,
+    and the other partitions' strings failed to read ('Unsupported cast from string to
+    null'). No such file then: the rows read back."""
+    import dask
+
+    import outcommit.dask
+    import outcommit.read
+
+    url = f"file://{tmp_path}/out"
+    with dask.config.set({"dataframe.convert-string": False}):
+        full = ddf()
+        outcommit.dask.to_parquet(full[full.id >= ROWS // 2], url, scheduler="threads")
+    table = outcommit.read.dataset(url).to_table()
+    assert sorted(table.column("id").to_pylist()) == list(range(ROWS // 2, ROWS))
+    assert not list((tmp_path / "out").glob("part-00000-*"))

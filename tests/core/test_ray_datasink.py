@@ -220,3 +220,65 @@ def test_a_task_that_cannot_read_the_abort_mark_fails(ray_cluster: None, tmp_pat
     monkeypatch.setattr(internal_kv, "_internal_kv_exists", unreachable)
     with pytest.raises(CommitError, match="cannot tell whether the job was aborted"):
         sink.write(iter([table()]), SimpleNamespace(task_idx=0))
+
+
+def _read_back(url: str) -> tuple[int, list[tuple[str, pa.DataType]]]:
+    """(rows, columns with their types) as a reader of the committed files sees them."""
+    import outcommit.read
+
+    got = outcommit.read.dataset(url).to_table()
+    return got.num_rows, [(f.name, f.type) for f in got.schema]
+
+
+def _schema_only_files(root: Path) -> list[Path]:
+    import pyarrow.parquet as pq
+
+    return [p for p in root.glob("part-00000-*.parquet") if pq.read_metadata(p).num_rows == 0]
+
+
+COLUMNS = [("id", pa.int64()), ("day", pa.string()), ("amount", pa.float64())]
+
+
+@pytest.mark.filterwarnings("ignore:Use 'expr' instead of 'fn'")
+@pytest.mark.parametrize("source", ["arrow", "pandas"])
+def test_an_empty_dataset_leaves_a_readable_dataset(ray_cluster: None, tmp_path: Path,
+                                                    source: str) -> None:
+    """Issue 27: an empty dataset committed only _SUCCESS, so readers found no columns
+    (Spark and the local engine write task 0's schema-only file); as Spark's writer, task 0
+    writes one file with the schema and no rows when it got none."""
+    import outcommit.ray
+
+    data = ray.data.from_arrow(table()) if source == "arrow" else \
+        ray.data.from_pandas(table().to_pandas())
+    url = f"file://{tmp_path}/out"
+    # A filter by function: Ray hands the tasks empty blocks with their columns.
+    data.repartition(TASKS).filter(lambda row: row["id"] < 0).write_datasink(
+        outcommit.ray.Datasink(url))
+    assert _read_back(url) == (0, COLUMNS)
+    assert len(_schema_only_files(tmp_path / "out")) == 1
+
+
+@pytest.mark.parametrize("how", ["limit", "filter-expr"])
+def test_a_dataset_ray_tells_no_schema_of_commits(ray_cluster: None, tmp_path: Path,
+                                                  how: str) -> None:
+    """``limit(0)`` gives the sink no block, so Ray never calls on_write_start: the write
+    failed with 'the outcommit Datasink's job was not set up' (found with issue 27). A
+    filter by expression hands the tasks empty blocks of no columns. Either way Ray tells
+    the sink no schema: given one (``schema=ds.schema()``), task 0's file is written (on the
+    driver if no task ran); without, the job commits its empty output."""
+    from ray.data.expressions import col
+
+    import outcommit.ray
+    from outcommit import load_success
+
+    data = ray.data.from_arrow(table()).repartition(TASKS)
+    empty = data.limit(0) if how == "limit" else data.filter(expr=col("id") < 0)
+    url, bare = f"file://{tmp_path}/out", f"file://{tmp_path}/bare"
+    empty.write_datasink(outcommit.ray.Datasink(url, schema=empty.schema()))
+    assert _read_back(url) == (0, COLUMNS)
+    assert len(_schema_only_files(tmp_path / "out")) == 1
+    empty.write_datasink(outcommit.ray.Datasink(bare))
+    store = open_store(bare)
+    assert load_success(store, store.join(store.strip(bare), "_SUCCESS")).success
+    assert visible_files(store, store.strip(bare)) == {}
+    assert leftovers(store, store.strip(bare)) == []

@@ -114,8 +114,10 @@ def _write_attempt(frame: Any, plan: _Plan, index: int) -> AttemptResult:
                                   f"{closed} file(s)")
 
     table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+    # The partition's schema: partition 0 writes it as a file with no rows if it has none.
     result = write_attempt(committer, job.task_attempt(index, attempt),
-                           table.to_batches(max_chunksize=64 * 1024), plan.settings, on_file)
+                           table.to_batches(max_chunksize=64 * 1024), plan.settings, on_file,
+                           schema=table.schema)
     if fail_now:
         on_file(0, "", 1)
     return result

@@ -8,14 +8,19 @@ The lifecycle is the protocol's (docs/protocol.md, engines' duties):
 
 - ``__init__`` (driver): the committer is created, so an unknown or unsafe one fails
   before any task runs;
-- ``on_write_start`` (driver): job setup;
+- ``on_write_start`` (driver): job setup. Ray calls it with the first block's schema,
+  and not at all for a dataset with no blocks (``limit(0)``): ``on_write_complete`` then
+  sets the job up;
 - ``write`` (a Ray task): one task attempt. Ray tasks cannot ask the driver for
   permission to commit, so the attempt commits itself only where the committer's task
   commit is isolated (magic, staging, manifest); otherwise (v1, v2) it only writes
   (``outcommit.engine.tasks``). It returns its result, which Ray hands to the driver
   only for the attempt that succeeded;
 - ``on_write_complete`` (driver): the attempts waiting for the driver are committed, then
-  the job, with exactly the returned attempts' messages. A retried task's failed
+  the job, with exactly the returned attempts' messages. Task 0 of a Parquet write writes
+  the schema as a file with no rows when it got none (Spark's rule: an empty dataset
+  keeps its columns); with no blocks at all no task ran, and the driver writes it if it
+  knows the schema (``schema=``). A retried task's failed
   attempts (a crashed worker leaves its files, or its pending uploads) are no message:
   job commit and cleanup remove them;
 - ``on_write_failed`` (driver): abort and cleanup.
@@ -123,7 +128,8 @@ class DatasinkBase:
                  config: Mapping[str, Any] | None = None, format: str = "parquet",
                  partition_by: Sequence[str] = (), max_rows_per_file: int = 0,
                  max_bytes_per_file: int = 0, file_options: Mapping[str, Any] | None = None,
-                 fail_task_once: int | None = None, failure: str = "crash") -> None:
+                 fail_task_once: int | None = None, failure: str = "crash",
+                 schema: Any = None) -> None:
         if format not in FORMATS:
             raise ConfigError(f"format={format!r}: use one of {', '.join(FORMATS)}")
         if failure not in ("crash", "raise"):
@@ -136,6 +142,10 @@ class DatasinkBase:
         self.selection = created.selection
         self.settings = WriteSettings(format, tuple(partition_by), max_rows_per_file, max_bytes_per_file,
                                       dict(file_options or {}))
+        #: The columns written (task 0's file when it gets no rows): ``schema=``, else the one
+        #: Ray passes to on_write_start, else the first block's.
+        self.given_schema = arrow_schema(schema)
+        self.schema: Any = self.given_schema
         #: Test hook: attempt 0 of this task dies after writing a file, without cleaning
         #: up ("crash": its worker process exits, as a lost node; "raise": an exception).
         self.fail_task_once = fail_task_once
@@ -159,6 +169,7 @@ class DatasinkBase:
         # A new job for every write (the tasks get this object as it is after this call,
         # measured with Ray 2.60): a Datasink may be used twice.
         self.job = JobContext(self.destination, config=self.config, task_messages=True).to_dict()
+        self.schema = self.given_schema or _ray_schema(schema)
         committer, job = self._committer()
         self._started = time.monotonic()
         committer.setup_job(job)
@@ -168,8 +179,15 @@ class DatasinkBase:
     def on_write_complete(self, write_result: Any) -> None:
         returns = write_result.write_returns if hasattr(write_result, "write_returns") else write_result
         results = [r for r in returns if isinstance(r, AttemptResult)]
+        if not self.job and not results:
+            # No block at all (limit(0)): Ray called neither on_write_start nor a task.
+            self.on_write_start()
         committer, job = self._committer()
         try:
+            if not results and self.schema is not None:
+                # Task 0's file with the schema and no rows, as a task would have written it.
+                results = [write_attempt(committer, job.task_attempt(0, 0), [], self.settings,
+                                         schema=self.schema)]
             committer.add_metrics({
                 "rows.written": sum(r.rows for r in results),
                 "files.written": sum(len(r.files) for r in results),
@@ -189,6 +207,8 @@ class DatasinkBase:
                  sum(1 for r in results if r.attempt > 0), time.monotonic() - self._started)
 
     def on_write_failed(self, error: Exception) -> None:
+        if not self.job:
+            return  # no job was set up: nothing to abort
         try:
             committer, job = self._committer()
             log.warning("job %s: the write to %s failed (%s): aborting", job.job_id, self.destination,
@@ -218,7 +238,7 @@ class DatasinkBase:
             raise CommitError(f"job {job.job_id} was aborted: task {index} writes nothing")
         try:
             result = write_attempt(committer, job.task_attempt(index, attempt), _arrow_batches(blocks),
-                                   self.settings, on_file)
+                                   self.settings, on_file, schema=self.schema)
             if fail_now:
                 on_file(0, "", max(1, len(result.files)))
         finally:
@@ -242,12 +262,38 @@ if TYPE_CHECKING:  # at run time, __getattr__ builds it on Ray Data's base class
 
 
 def _arrow_batches(blocks: Iterable[Any]) -> Iterable[Any]:
-    """Ray blocks (Arrow tables or pandas frames) as Arrow record batches."""
+    """Ray blocks (Arrow tables or pandas frames) as Arrow record batches; an empty block
+    as one empty batch, which tells the writer its schema (``to_batches()`` gives none)."""
     import pyarrow as pa
 
     for block in blocks:
         table = block if isinstance(block, pa.Table) else pa.Table.from_pandas(block, preserve_index=False)
-        yield from table.to_batches()
+        if table.num_rows == 0:
+            yield pa.RecordBatch.from_pylist([], schema=table.schema)
+        else:
+            yield from table.to_batches()
+
+
+def arrow_schema(schema: Any) -> Any:
+    """``schema=`` as an Arrow schema: a ``pyarrow.Schema`` or Ray's ``ds.schema()`` of Arrow
+    blocks; None for none. Anything else is a ConfigError, before any task runs."""
+    if schema is None:
+        return None
+    import pyarrow as pa
+
+    base = getattr(schema, "base_schema", schema)  # Ray's Schema wraps pyarrow's
+    if isinstance(base, pa.Schema):
+        return base
+    raise ConfigError(f"schema={schema!r} is not an Arrow schema: give a pyarrow.Schema (for a "
+                      "dataset of pandas blocks: pyarrow.Schema.from_pandas(frame))")
+
+
+def _ray_schema(schema: Any) -> Any:
+    """The schema Ray passes to on_write_start, as Arrow; None where it is not one."""
+    try:
+        return arrow_schema(schema)
+    except ConfigError:
+        return None
 
 
 @functools.cache

@@ -196,6 +196,22 @@ def test_other_empty_tasks_write_nothing(tmp_path: Path, task: int, kwargs: dict
     assert w.write_batches([pa.RecordBatch.from_pylist([], schema)]) == []
 
 
+@pytest.mark.parametrize("given", ["schema", "empty batch"])
+@pytest.mark.parametrize("columns", [[], [("id", pa.int64()), ("s", pa.null())]],
+                         ids=["no-columns", "a-null-column"])
+def test_a_schema_that_does_not_type_every_column_writes_no_file(
+        tmp_path: Path, given: str, columns: list) -> None:
+    """Ray hands a task empty blocks of no columns (a filter by expression), and an empty
+    pandas object column becomes Arrow's null: task 0's file was the first a reader took
+    the dataset's columns from (none; or 's' as null, and the other tasks' strings failed
+    to read: 'Unsupported cast from string to null')."""
+    schema = pa.schema(columns)
+    w = StreamingWriter(fsspec.filesystem("file", auto_mkdir=True), str(tmp_path / "out"), 0,
+                        "job", 0, schema=schema if given == "schema" else None)
+    assert w.write_batches([pa.RecordBatch.from_pylist([], schema)]) == []
+    assert not (tmp_path / "out").exists()
+
+
 def test_task_0_with_rows_writes_no_extra_file(tmp_path: Path) -> None:
     w = StreamingWriter(fsspec.filesystem("file", auto_mkdir=True), str(tmp_path / "out"), 0,
                         "job", 0)

@@ -80,11 +80,15 @@ class WriteSettings:
 
 def write_attempt(committer: Committer, task: TaskAttemptContext, batches: Iterable[Any],
                   settings: WriteSettings,
-                  on_file: Callable[[int, str, int], None] | None = None) -> AttemptResult:
+                  on_file: Callable[[int, str, int], None] | None = None,
+                  schema: Any = None) -> AttemptResult:
     """One task attempt of an engine without a commit coordinator: set up, write, commit.
 
     ``on_file(seq, relative_path, files_closed)`` is called before each file is opened
-    (engines' failure injection and test hooks stop an attempt there).
+    (engines' failure injection and test hooks stop an attempt there). ``schema`` (Arrow):
+    the columns of the attempt's rows, which task 0 writes as a file with no rows when it
+    gets none (:class:`~outcommit.engine.writer.StreamingWriter`, Spark's rule): an empty
+    job then leaves readers its columns, not only ``_SUCCESS``.
 
     The attempt commits itself only if the committer's task commit is isolated; otherwise
     it only writes and the driver commits it once accepted (:func:`commit_accepted_attempts`).
@@ -102,7 +106,7 @@ def write_attempt(committer: Committer, task: TaskAttemptContext, batches: Itera
         committer.filesystem(task), committer.work_path(task), task.index, task.job_id, task.attempt,
         settings.fmt, settings.partition_by, max_rows_per_file=settings.max_rows_per_file,
         max_bytes_per_file=settings.max_bytes_per_file, options=dict(settings.file_options),
-        on_file=before_file)
+        on_file=before_file, schema=schema)
     try:
         for batch in batches:
             writer.write_batch(batch)

@@ -372,7 +372,7 @@ class StreamingWriter:
 
     def write_batch(self, batch: Any) -> None:
         if batch.num_rows == 0:
-            if self.schema is None:
+            if self.schema is None and batch.num_columns:
                 self.schema = batch.schema
             return  # no file for no rows (but see close(): task 0's schema-only file)
         for directory, part in split_by_partition(batch, list(self.partition_by), self._named):
@@ -447,9 +447,19 @@ class StreamingWriter:
 
     def empty_file_due(self) -> bool:
         """Spark's rule: task 0 of an unpartitioned Parquet write writes a file with the
-        schema and no rows when it received no rows (whatever the other tasks received)."""
+        schema and no rows when it received no rows (whatever the other tasks received).
+
+        Only a schema that says every column's type: readers (pyarrow's datasets) take the
+        columns from the first file, and other tasks' files must fit them. A schema of no
+        columns (Ray's empty blocks after a filter by expression) or with a column of no
+        type (Arrow's null: an empty pandas object column) writes nothing: the other
+        tasks' strings cannot be read as null."""
+        import pyarrow as pa
+
         return (self.task_index == 0 and self.fmt == "parquet" and not self.partition_by
-                and not self.written and not self._open and self.schema is not None)
+                and not self.written and not self._open and self.schema is not None
+                and len(self.schema.names) > 0
+                and not any(pa.types.is_null(t) for t in self.schema.types))
 
     def abort(self) -> None:
         for current in self._open.values():
