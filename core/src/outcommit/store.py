@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import IO, Any, Literal, Protocol, cast
 from urllib.parse import urlsplit
 
@@ -173,6 +174,21 @@ class Store:
 
     def exists(self, path: str) -> bool:
         return self.info(path) is not None
+
+    def modified(self, path: str) -> datetime | None:
+        """When the file at ``path`` was written, by the store's own clock (timezone-aware);
+        None when nothing is there or the store cannot say.
+
+        For comparing with other times the same store gives (a pending upload's
+        initiation), never with this machine's clock. fsspec's ``modified`` by default.
+        """
+        try:
+            when = self.fs.modified(path)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, NotImplementedError):
+            return None
+        if not isinstance(when, datetime):
+            return None
+        return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
     def is_dir(self, path: str) -> bool:
         status = self.info(path)

@@ -54,6 +54,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from outcommit.capabilities import Capabilities
@@ -535,6 +536,10 @@ class MeteredStore(Store):
     def info(self, path: str) -> FileInfo | None:
         self._charge("info", path)
         return self.inner.info(path)
+
+    def modified(self, path: str) -> datetime | None:
+        self._charge("info", path)  # a HEAD, as info
+        return self.inner.modified(path)
 
     def list_dir(self, path: str) -> list[FileInfo]:
         self._charge("list_dir", path)

@@ -6,6 +6,8 @@ import logging
 import os
 import threading
 import uuid
+from datetime import timedelta
+from email.utils import parsedate_to_datetime
 
 import pytest
 from s3_helpers import outcome, run_task, start
@@ -261,3 +263,126 @@ def test_a_file_written_to_the_job_directory_after_its_listing_is_deleted_too(co
         events.unregister("after-call.s3.ListObjectsV2", straggler_saves_a_file)
     assert saved and bucket, "the job directory was never listed"
     assert outcome(url, config) == ({"a.txt": b"a"}, [])
+
+
+# -- other tools' uploads: the sweep's scope -------------------------------------------------------
+SCOPE = "outcommit.s3.abort-pending-uploads.scope"
+
+
+class InitiationTimes:
+    """What S3 lists as each pending upload's initiation time, put back on moto.
+
+    moto 5.2.5 lists every upload as initiated 2010-11-10T20:48:33Z (a constant in its
+    responses.py). Through botocore's event hooks on the clients a test uses, each
+    CreateMultipartUpload is dated by the moto server's own clock (its answer's Date
+    header: whole seconds, as the marker's Last-Modified) and the listing carries that
+    time, less ``ages`` for an upload the test dates back (a leftover of a job that crashed
+    an hour ago: the test cannot wait an hour).
+    """
+
+    def __init__(self, *stores):
+        self.initiated = {}
+        self.ages = {}
+        for store in stores:
+            events = store.client.meta.events
+            events.register("after-call.s3.CreateMultipartUpload", self._dated,
+                            unique_id=f"test-initiated-{id(self)}")
+            events.register("after-call.s3.ListMultipartUploads", self._listed,
+                            unique_id=f"test-listed-{id(self)}")
+
+    def _dated(self, http_response, parsed, **_):
+        self.initiated[parsed["UploadId"]] = parsedate_to_datetime(http_response.headers["Date"])
+
+    def _listed(self, parsed, **_):
+        for upload in parsed.get("Uploads", []):
+            if upload["UploadId"] in self.initiated:
+                upload["Initiated"] = (self.initiated[upload["UploadId"]]
+                                       - self.ages.get(upload["UploadId"], timedelta(0)))
+
+
+def other_tools_upload(store, path):
+    """An upload another tool starts (a plain CreateMultipartUpload and one part)."""
+    mp = store.multipart()
+    upload = mp.initiate(path)
+    mp.upload_part(path, upload, 1, b"another tool's bytes")
+    return upload
+
+
+def pending_ids(store, url):
+    return {u.upload_id for u in store.multipart().list_pending(store.strip(url) + "/")}
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+def test_by_default_the_sweep_aborts_another_tools_upload_as_hadoop_does(name, config, s3_root):
+    """Hadoop's fs.s3a.committer.abort.pending.uploads (default true): every pending upload
+    under the destination, also one another tool started while the job ran."""
+    url = f"{s3_root}/hadoop-{name}"
+    committer, job = start(url, config, name)
+    real = outcommit.open_store(url, config)
+    other = other_tools_upload(real, f"{real.strip(url)}/other-tool/x.bin")
+    summary = committer.commit_job(job, [run_task(committer, job, 0, {"a.txt": b"a"})])
+    assert summary.metrics["uploads.aborted.other"] == 1 and summary.diagnostics["uploads.sweep"] == "done"
+    assert other not in pending_ids(real, url)
+
+
+@pytest.mark.parametrize("name", ["magic", "directory"])
+@pytest.mark.parametrize("end", ["commit", "abort"])
+def test_scope_before_job_spares_uploads_started_after_the_job_began(name, end, config, s3_root):
+    """Issue 27: the sweep aborted every pending upload under the destination, one another
+    tool had started a second ago included. With the scope before-job, an upload S3 dates
+    at or after the job's start (its marker's Last-Modified: S3's clock) is spared; a
+    leftover from before the job (an hour earlier) is still aborted."""
+    url = f"{s3_root}/spare-{name}-{end}"
+    real = outcommit.open_store(url, config)
+    committer = outcommit.create_committer(url, {**config, SCOPE: "before-job"}, name)
+    times = InitiationTimes(real, committer.store)
+    leftover = other_tools_upload(real, f"{real.strip(url)}/crashed/old.bin")
+    times.ages[leftover] = timedelta(hours=1)
+    job = JobContext(url, config=committer.config)
+    committer.setup_job(job)
+    other = other_tools_upload(real, f"{real.strip(url)}/other-tool/x.bin")  # after it began
+    message = run_task(committer, job, 0, {"a.txt": b"a"})
+    run_task(committer, job, 1, {"stale.txt": b"s"})  # this job's own, not committed: aborted
+    if end == "commit":
+        summary = committer.commit_job(job, [message])
+        # The other tool's and the job's own uncommitted one, which job commit aborts after.
+        assert summary.diagnostics["uploads.sweep"] == (
+            f"spared 2 uploads initiated after the job began ({SCOPE}=before-job)")
+        assert summary.metrics["uploads.pending.remaining"] == 1
+        assert visible_files(real, real.strip(url)) == {"a.txt": b"a"}
+    else:
+        committer.abort_job(job)
+        assert visible_files(real, real.strip(url)) == {}
+    assert pending_ids(real, url) == {other}
+    real.multipart().abort(f"{real.strip(url)}/other-tool/x.bin", other)
+    assert leftovers(real, real.strip(url)) == []
+
+
+def test_scope_before_job_aborts_no_other_upload_when_the_jobs_start_is_unknown(config, s3_root):
+    """The job's start cannot be read: its marker's HEAD fails during job commit, or the job
+    has ended (a sweep after it). Unknown means abort no other upload (the failed sweep is
+    reported in _SUCCESS); the job's own uncommitted upload is aborted all the same."""
+    url = f"{s3_root}/unknown-start"
+    real = outcommit.open_store(url, config)
+    store = FaultInjectingStore(outcommit.open_store(url, config), [])
+    times = InitiationTimes(real, store.inner)
+    leftover = other_tools_upload(real, f"{real.strip(url)}/crashed/old.bin")
+    times.ages[leftover] = timedelta(hours=1)
+    committer, job = start(url, config, "magic", store=store, **{SCOPE: "before-job"})
+    message = run_task(committer, job, 0, {"a.txt": b"a"})
+    stale = run_task(committer, job, 1, {"stale.txt": b"s"})
+    store.add(Fault("modified", path_contains="_job.json", times=-1))
+    summary = committer.commit_job(job, [message])
+    assert summary.diagnostics["uploads.sweep"].startswith("failed: ")
+    assert pending_ids(real, url) == {leftover}
+    assert stale["commits"][0]["uploadId"] not in pending_ids(real, url)
+    with pytest.raises(outcommit.CommitError, match=r"cannot be told .* no other pending upload is aborted"):
+        outcommit.create_committer(url, {**config, SCOPE: "before-job"}, "magic").sweep(job)
+    assert pending_ids(real, url) == {leftover}
+    real.multipart().abort(f"{real.strip(url)}/crashed/old.bin", leftover)
+
+
+def test_a_misspelled_sweep_scope_fails_before_the_job_starts(config, s3_root):
+    with pytest.raises(outcommit.ConfigError,
+                       match=rf"{SCOPE}='before' is not one of all, before-job"):
+        outcommit.create_committer(f"{s3_root}/bad-scope", {**config, SCOPE: "before"}, "magic")

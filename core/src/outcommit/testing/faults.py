@@ -26,7 +26,7 @@ from ..store import Store
 # Store operations that can fail; multipart ones are named "multipart.<method>", block-list
 # ones (Azure) "blocklist.<method>".
 STORE_OPERATIONS = (
-    "info", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
+    "info", "modified", "list_dir", "list_files", "open", "read_bytes", "mkdirs", "write_bytes",
     "write_atomic", "create_exclusive", "rename_file", "rename_dir", "delete", "delete_empty_dir",
     "save_json", "load_json",
     # optional interfaces (called only when the inner store declares their capability)

@@ -84,6 +84,14 @@ class StoreContract:
         if store.has_capability(caps.ETAGS_AVAILABLE):
             assert info.etag
 
+    def test_modified_is_the_stores_own_time_of_a_file(self, store: Store, root: str) -> None:
+        """What a sweep of scope before-job dates a job's start by (its marker's time)."""
+        path = store.join(root, "dated", "a.bin")
+        store.write_bytes(path, b"x")
+        when = store.modified(path)
+        assert when is None or when.tzinfo is not None, when
+        assert store.modified(store.join(root, "dated", "missing.bin")) is None
+
     def test_missing_paths(self, store: Store, root: str) -> None:
         missing = store.join(root, "nothing", "here")
         assert store.info(missing) is None and not store.exists(missing)

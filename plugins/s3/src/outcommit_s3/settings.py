@@ -29,6 +29,7 @@ MAX_ATTEMPTS = "outcommit.s3.retry.max-attempts"
 MAX_CONNECTIONS = "outcommit.s3.connection.maximum"
 PART_SIZE = "outcommit.s3.multipart.part-size"
 ABORT_PENDING = "outcommit.s3.abort-pending-uploads"
+ABORT_PENDING_SCOPE = "outcommit.s3.abort-pending-uploads.scope"
 STAGING_DIR = "outcommit.s3.staging.tmp-dir"
 STAGING_SHARED_DIR = "outcommit.s3.staging.shared-dir"
 INLINE_LIMIT = "outcommit.s3.message.inline-commits"
@@ -95,7 +96,12 @@ KEYS: dict[str, str] = {
                      "Hadoop: fs.s3a.connection.maximum",
     PART_SIZE: "multipart part size in bytes, >= 5 MiB (default 16 MiB); Hadoop: fs.s3a.multipart.size",
     ABORT_PENDING: "job commit/abort/cleanup abort every pending upload under the destination "
-                   "(default true); Hadoop: fs.s3a.committer.abort.pending.uploads",
+                   "that no live job owns (default true; which ones: "
+                   "outcommit.s3.abort-pending-uploads.scope); Hadoop: "
+                   "fs.s3a.committer.abort.pending.uploads",
+    ABORT_PENDING_SCOPE: "which pending uploads that sweep aborts: all (default, as Hadoop) or "
+                         "before-job: spare every upload S3 says was initiated at or after the job's "
+                         "start (the Last-Modified of its _job.json marker) less 5 seconds",
     STAGING_DIR: "local directory of the staging committers' task output (default: system temp)",
     STAGING_SHARED_DIR: "URL of the shared directory for staging pendingsets (default: the "
                         "destination's __staging_job-<jobId> directory)",

@@ -14,6 +14,7 @@ import posixpath
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import Any
 
 import fsspec
@@ -141,6 +142,21 @@ class S3Store(Store):
                 return None
             raise
         return FileInfo(path=bucket, is_dir=True)
+
+    def modified(self, path: str) -> datetime | None:
+        """The object's Last-Modified (HEAD: whole seconds), S3's clock, as a pending upload's
+        ``Initiated`` is."""
+        bucket, key = self.split(path)
+        if not key:
+            return None
+        try:
+            head = self.client.head_object(Bucket=bucket, Key=key)
+        except Exception as exc:
+            if _missing(exc):
+                return None
+            raise
+        when = head.get("LastModified")
+        return when if isinstance(when, datetime) else None
 
     def _pages(self, path: str, delimiter: str | None) -> Iterator[dict[str, Any]]:
         bucket, key = self.split(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from outcommit import capabilities as caps
@@ -90,6 +91,12 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
     """
     layout, log = committer.layout(job), committer.logger(job)
     kept: list[tuple[BaseException | None, bool]] = []  # (why, whether a commit surely began)
+    started: datetime | None = None  # the job's start, for a sweep of scope before-job
+    if sweep_destination and committer.spares_newer_uploads():
+        try:  # read before the markers go: afterwards the job's start cannot be told
+            started = committer.job_started(job)
+        except Exception:
+            log.warning("reading the job's start failed", exc_info=True)
     if end:
         _logged(log, "deleting the job markers", lambda: end_job(layout, job))
     if own_aborts:
@@ -113,7 +120,7 @@ def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_c
         _logged(log, "aborting the job's own uploads", abort_own)
     if sweep_destination and committer.abort_pending:
         _logged(log, f"aborting pending uploads under {committer.destination}",
-                lambda: committer.sweep(job))
+                lambda: committer.sweep(job, started=started))
     if kept:
         why, began = kept[0]
         committer.interrupted_commit_kept(job, why, aborted=delete_completed, began=began)

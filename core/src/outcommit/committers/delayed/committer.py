@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import datetime
 from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
@@ -71,6 +72,8 @@ class DelayedCompletionCommitter(Committer):
     conflict_scope: ClassVar[conflicts.Scope] = "destination"
     #: Key: abort every pending upload under the destination at job commit/abort (the sweep).
     abort_pending_key: ClassVar[str] = ""
+    #: Key: which of them: all (Hadoop's), or only those initiated before the job began.
+    sweep_scope_key: ClassVar[str] = ""
     #: Key: task messages carry up to this many commits inline, else a digest-checked reference.
     inline_limit_key: ClassVar[str] = ""
     #: Complete with ``If-None-Match: *`` when the conflict mode is ``fail``: a file that
@@ -92,6 +95,8 @@ class DelayedCompletionCommitter(Committer):
         self.ops = CommitOperations(store, mp, self.dest, self.threads)
         self.abort_pending = (self.config.get_bool(self.abort_pending_key, True)
                               if self.abort_pending_key else False)
+        self.sweep_scope = (self.config.get_choice(self.sweep_scope_key, sweeping.SCOPES, sweeping.ALL)
+                            if self.sweep_scope_key else sweeping.ALL)
         self.inline_limit = (self.config.get_int(self.inline_limit_key, 200, minimum=0)
                              if self.inline_limit_key else 200)
 
@@ -318,6 +323,8 @@ class DelayedCompletionCommitter(Committer):
         beside = ThreadPoolExecutor(2, thread_name_prefix="outcommit-record")
         try:
             loading = beside.submit(load_and_record)
+            # Sweep scope before-job: the job's start, read before its markers go (one HEAD).
+            starting = beside.submit(self.job_started, job) if self.spares_newer_uploads() else None
             refused: BaseException | None = None
             try:
                 self.require_job(job, JobCommitError)
@@ -365,7 +372,7 @@ class DelayedCompletionCommitter(Committer):
 
                 def sweep_beside() -> None:
                     if self.abort_pending:
-                        swept.append(ending.submit(self.sweep, job, running))
+                        swept.append(ending.submit(self._sweep_after_start, job, running, starting))
                 try:
                     self.ops.complete_all(commits, progress, if_none_match=self.exclusive_completion
                                           and self.conflict_mode == "fail", unfinished=running,
@@ -427,10 +434,13 @@ class DelayedCompletionCommitter(Committer):
         if self.abort_pending:
             try:
                 result = swept[0].result() if swept else self.sweep(job)
-                if not result.skipped:
+                if not result.skipped and not result.spared:
                     return {"uploads.aborted.other": result.aborted}, {"uploads.sweep": "done"}
-                state = (f"skipped {result.skipped} uploads that may belong to live jobs "
-                         f"({', '.join(result.owners[:3])})")
+                state = "; ".join(
+                    ([f"skipped {result.skipped} uploads that may belong to live jobs "
+                      f"({', '.join(result.owners[:3])})"] if result.skipped else [])
+                    + ([f"spared {result.spared} uploads initiated after the job began "
+                        f"({self.sweep_scope_key}={sweeping.BEFORE_JOB})"] if result.spared else []))
             except Exception as exc:
                 log.warning("aborting pending uploads under %s failed", self.destination, exc_info=True)
                 state = f"failed: {type(exc).__name__}: {exc}"
@@ -452,11 +462,46 @@ class DelayedCompletionCommitter(Committer):
         return {"uploads.pending.remaining": remaining}, {"uploads.sweep": state}
 
     # -- abort and cleanup ----------------------------------------------------------------------------
-    def sweep(self, job: JobContext, running: AbstractSet[tuple[str, str]] = frozenset()) -> Sweep:
+    def sweep(self, job: JobContext, running: AbstractSet[tuple[str, str]] = frozenset(),
+              started: datetime | None = None) -> Sweep:
         """Abort the pending uploads under the destination that no live job may own
-        (``running``: this job's uploads being completed meanwhile, left alone)."""
+        (``running``: this job's uploads being completed meanwhile, left alone).
+
+        Sweep scope before-job: uploads initiated since the job's start (``started``, read
+        before the job ended, else now) less :data:`~.sweep.CLOCK_ALLOWANCE` are spared; a
+        start that cannot be read aborts no upload of another (CommitError).
+        """
+        spare_since = None
+        if self.spares_newer_uploads():
+            started = started or self.job_started(job)
+            if started is None:
+                raise CommitError(
+                    f"{self.sweep_scope_key}={sweeping.BEFORE_JOB}, and the start of job {job.job_id} "
+                    f"cannot be told (its _job.json markers are gone: the job has ended, or "
+                    f"{self.meta!r} gives no times): no other pending upload is aborted")
+            spare_since = started - sweeping.CLOCK_ALLOWANCE
         return sweeping.sweep(self.ops, self.layout(job).root, self.destination, self.logger(job),
-                              running)
+                              running, spare_since)
+
+    def spares_newer_uploads(self) -> bool:
+        """Does the sweep run, and spare the uploads initiated after the job began?"""
+        return self.abort_pending and self.sweep_scope == sweeping.BEFORE_JOB
+
+    def job_started(self, job: JobContext) -> datetime | None:
+        """When the job began, by the clock of the store holding its state: the time of the
+        ``_job.json`` marker of its earliest attempt still live (written by ``setup_job``,
+        deleted when the job ends). None once the job has ended."""
+        layout = self.layout(job)
+        for attempt in range(job.attempt + 1):
+            when = self.meta.modified(layout.marker(job, attempt))
+            if when is not None:
+                return when
+        return None
+
+    def _sweep_after_start(self, job: JobContext, running: AbstractSet[tuple[str, str]],
+                           starting: Future[datetime | None] | None) -> Sweep:
+        """:meth:`sweep` beside the completions, with the job's start read before it ended."""
+        return self.sweep(job, running, starting.result() if starting is not None else None)
 
     def abort_job(self, job: JobContext) -> None:
         self.begin_abort(job)

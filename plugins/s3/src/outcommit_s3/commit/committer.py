@@ -7,7 +7,7 @@ from typing import ClassVar
 from outcommit import capabilities as caps
 from outcommit.committers.delayed.committer import DelayedCompletionCommitter
 
-from ..settings import ABORT_PENDING, INLINE_LIMIT
+from ..settings import ABORT_PENDING, ABORT_PENDING_SCOPE, INLINE_LIMIT
 
 
 class MultipartCommitter(DelayedCompletionCommitter):
@@ -15,5 +15,6 @@ class MultipartCommitter(DelayedCompletionCommitter):
 
     requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION,)
     abort_pending_key = ABORT_PENDING
+    sweep_scope_key = ABORT_PENDING_SCOPE
     inline_limit_key = INLINE_LIMIT
     uri_schemes = ("s3a", "s3", "s3n")
