@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import fsspec
@@ -9,8 +10,11 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from outcommit.engine.writer import StreamingWriter, split_by_partition
+from generative import budget
+from outcommit.engine.writer import StreamingWriter, fully_typed, split_by_partition
 
 
 def date_of(i: int, dates: int, skewed: bool) -> str:
@@ -197,8 +201,9 @@ def test_other_empty_tasks_write_nothing(tmp_path: Path, task: int, kwargs: dict
 
 
 @pytest.mark.parametrize("given", ["schema", "empty batch"])
-@pytest.mark.parametrize("columns", [[], [("id", pa.int64()), ("s", pa.null())]],
-                         ids=["no-columns", "a-null-column"])
+@pytest.mark.parametrize("columns", [[], [("id", pa.int64()), ("s", pa.null())],
+                                     [("id", pa.int64()), ("l", pa.list_(pa.null()))]],
+                         ids=["no-columns", "a-null-column", "a-list-of-nulls"])
 def test_a_schema_that_does_not_type_every_column_writes_no_file(
         tmp_path: Path, given: str, columns: list) -> None:
     """Ray hands a task empty blocks of no columns (a filter by expression), and an empty
@@ -216,3 +221,40 @@ def test_task_0_with_rows_writes_no_extra_file(tmp_path: Path) -> None:
     w = StreamingWriter(fsspec.filesystem("file", auto_mkdir=True), str(tmp_path / "out"), 0,
                         "job", 0)
     assert [x.rows for x in w.write_batches(batches(1, 10))] == [10]
+
+
+# -- generative: task 0's file of an empty write ----------------------------------------------------
+ATOMIC_TYPES = st.sampled_from([
+    pa.int8(), pa.int32(), pa.int64(), pa.uint8(), pa.uint64(), pa.float32(), pa.float64(),
+    pa.bool_(), pa.string(), pa.large_string(), pa.binary(), pa.date32(), pa.timestamp("s"),
+    pa.timestamp("ms"), pa.timestamp("us", tz="UTC"), pa.timestamp("ns", tz="Europe/Zurich"),
+    pa.time64("us"), pa.decimal128(10, 2), pa.decimal128(38, 0), pa.null()])
+TYPES = st.recursive(ATOMIC_TYPES, lambda inner: st.one_of(
+    st.builds(pa.list_, inner), st.builds(lambda t: pa.struct([("f", t)]), inner),
+    st.builds(lambda t: pa.dictionary(pa.int32(), t), st.sampled_from([pa.string(), pa.int64()]))),
+    max_leaves=3)
+SCHEMAS = st.lists(TYPES, max_size=4).map(
+    lambda types: pa.schema([(f"c{i}", t) for i, t in enumerate(types)]))
+
+
+@pytest.mark.generative
+@budget(40)
+@given(schema=SCHEMAS, compression=st.sampled_from(["snappy", "zstd", "none"]))
+def test_task_0s_file_of_an_empty_write_has_the_schema_a_task_with_rows_writes(
+        tmp_path: Path, schema: pa.Schema, compression: str) -> None:
+    """Readers take the columns from the first file (task 0's): the schema-only file must
+    read back as exactly what a task with rows writes for that schema (Parquet turns some
+    types into others: timestamp[s] into ms, dictionaries...), and it is written only for
+    a schema that types every column, nested ones included."""
+    fs, base = fsspec.filesystem("file", auto_mkdir=True), str(tmp_path / uuid.uuid4().hex)
+    options = {"compression": compression}
+    rows = StreamingWriter(fs, f"{base}/rows", 1, "job", 0, options=options).write_batches(
+        [pa.RecordBatch.from_arrays([pa.nulls(1, t) for t in schema.types], schema=schema)])
+    empty = StreamingWriter(fs, f"{base}/empty", 0, "job", 0, options=options, schema=schema) \
+        .write_batches([])
+    typed = len(schema) > 0 and all(fully_typed(t) for t in schema.types)
+    assert len(empty) == (1 if typed else 0)
+    if typed:
+        written = pq.read_schema(f"{base}/empty/{empty[0].path}")
+        assert written == pq.read_schema(f"{base}/rows/{rows[0].path}")
+        assert pq.read_metadata(f"{base}/empty/{empty[0].path}").num_rows == 0

@@ -452,19 +452,28 @@ class StreamingWriter:
         Only a schema that says every column's type: readers (pyarrow's datasets) take the
         columns from the first file, and other tasks' files must fit them. A schema of no
         columns (Ray's empty blocks after a filter by expression) or with a column of no
-        type (Arrow's null: an empty pandas object column) writes nothing: the other
-        tasks' strings cannot be read as null."""
-        import pyarrow as pa
-
+        type (Arrow's null: an empty pandas object column; a list of them) writes nothing:
+        the other tasks' strings cannot be read as null."""
         return (self.task_index == 0 and self.fmt == "parquet" and not self.partition_by
                 and not self.written and not self._open and self.schema is not None
-                and len(self.schema.names) > 0
-                and not any(pa.types.is_null(t) for t in self.schema.types))
+                and len(self.schema.names) > 0 and all(fully_typed(t) for t in self.schema.types))
 
     def abort(self) -> None:
         for current in self._open.values():
             current.discard()
         self._open.clear()
+
+
+def fully_typed(arrow_type: Any) -> bool:
+    """Is the type known all the way down: no Arrow null in it (a list of nulls, a struct
+    field of nulls)? Null is what pyarrow infers from values that say nothing."""
+    import pyarrow as pa
+
+    if pa.types.is_null(arrow_type):
+        return False
+    if pa.types.is_dictionary(arrow_type):
+        return fully_typed(arrow_type.value_type)
+    return all(fully_typed(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
 
 
 def write_table(fs: Any, base: str, table: Any, *, task_index: int, job_id: str, attempt: int,
