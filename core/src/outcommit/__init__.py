@@ -34,10 +34,14 @@ from .errors import (
 )
 from .factory import CommitterSelector, create_committer, describe_capabilities, open_store
 from .hookspecs import hookimpl
+from .redaction import install_log_redaction
 from .store import FileInfo, Store, StoreSpec
 from .success import SUCCESS_FILE, SuccessData, load_success
 
 __version__ = "0.1.0"
+
+# Every log record of the process is scrubbed of secrets, an SDK's as much as ours.
+install_log_redaction()
 
 __all__ = [
     "SUCCESS_FILE",

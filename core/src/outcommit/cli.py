@@ -21,6 +21,7 @@ from typing import Any
 from . import __version__
 from .errors import OutcommitError
 from .plugins import get_registry
+from .redaction import scrub
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -32,6 +33,12 @@ def parse_duration(text: str) -> timedelta:
     if not match:
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use e.g. 90s, 30m, 12h, 7d")
     return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def print_json(data: Any, indent: int | None = 2) -> None:
+    """The commands' ``--json`` output, scrubbed of secrets (``outcommit.redaction``): a
+    message may quote a setting or an SDK's error, and scripts keep what they read."""
+    print(scrub(json.dumps(data, indent=indent)))
 
 
 def _config(pairs: Sequence[str] | None) -> dict[str, str]:
@@ -48,7 +55,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     registry = get_registry()
     plugins = registry.plugins()
     if args.json:
-        print(json.dumps([vars(p) for p in plugins], indent=2))
+        print_json([vars(p) for p in plugins])
         return 0
     stores = registry.stores()
     committers = registry.committers()
@@ -87,7 +94,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         return 0
     infos = catalogue()
     if args.json:
-        print(json.dumps([vars(i) | {"aliases": list(i.aliases)} for i in infos], indent=2))
+        print_json([vars(i) | {"aliases": list(i.aliases)} for i in infos])
         return 0
     for info in infos:
         aliases = f"  (also {', '.join(info.aliases)})" if info.aliases else ""
@@ -100,7 +107,7 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
     info = describe_capabilities(args.url, _config(args.conf))
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(info)
         return 0
     print(f"{info['url']}  store {info['store']} (plugin {info['plugin']})")
     for name, present in info["capabilities"].items():
@@ -191,7 +198,7 @@ def cmd_uploads(args: argparse.Namespace) -> int:
 
     if args.action in ("list", "check"):
         if args.json:
-            print(json.dumps([as_json(u) for u in uploads], indent=2))
+            print_json([as_json(u) for u in uploads])
         else:
             for u in uploads:
                 initiated = u.initiated.isoformat() if u.initiated else "-"
@@ -202,7 +209,7 @@ def cmd_uploads(args: argparse.Namespace) -> int:
         return 0
     if not args.force:
         if args.json:
-            print(json.dumps([as_json(u, aborted=False) for u in uploads], indent=2))
+            print_json([as_json(u, aborted=False) for u in uploads])
         else:
             for u in uploads:
                 print(f"would abort {store.url(u.path)} {u.upload_id}")
@@ -222,7 +229,7 @@ def cmd_uploads(args: argparse.Namespace) -> int:
     progress.close()
     aborted = sum(1 for r in results if r["aborted"])
     if args.json:
-        print(json.dumps(results, indent=2))
+        print_json(results)
     else:
         print(f"aborted {aborted} of {len(uploads)} pending upload(s) under {store.url(directory)}")
     return 0 if all(r["error"] is None for r in results) else 1
@@ -296,7 +303,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             status = "unknown" if owner is None else _status(owner, job_id, attempts)
             rows.append({"jobId": job_id, "attempts": attempts, "status": status, "committer": name})
         if args.json:
-            print(json.dumps(rows, indent=2))
+            print_json(rows)
         else:
             for row in rows:
                 listed = ",".join(map(str, row["attempts"])) or "none"
@@ -318,8 +325,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
                              "you know its driver is gone and its commit never finished")
     def report(done: bool, text: str) -> None:
         if args.json:
-            print(json.dumps({"jobId": args.job_id, "committer": committer.name, "url": args.url,
-                              "status": status, "aborted": done, "message": text}, indent=2))
+            print_json({"jobId": args.job_id, "committer": committer.name, "url": args.url,
+                        "status": status, "aborted": done, "message": text})
         else:
             print(text)
 
@@ -489,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutcommitError as exc:
         print(f"outcommit {args.command}: {exc}", file=sys.stderr)
         if getattr(args, "json", False):  # a script reading stdout gets the error as JSON too
-            print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+            print_json({"error": type(exc).__name__, "message": str(exc)}, indent=None)
         return 2
     return int(result or 0)
 

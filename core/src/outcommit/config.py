@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .errors import ConfigError
+from .redaction import redact as redact  # re-exported: its home before redaction.py
+from .redaction import remember_config
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,9 @@ class Config(Mapping[str, str]):
             if value is None:
                 continue
             raw[str(key)] = _to_str(value)
+        # Remembered at once: a secret must be hidden in whatever text it reaches later
+        # (an SDK's DEBUG record, an exception), not only where outcommit shows the config.
+        remember_config(raw.items())
         self._raw = raw
         self._normalised: dict[str, str] | None = None
 
@@ -187,11 +192,3 @@ def _to_str(value: Any) -> str:
         return "true" if value else "false"
     return str(value)
 
-
-_SECRET = re.compile(r"(secret|password|token|credential|access[._-]?key|sas|connection[._-]?string|"
-                     r"account[._-]?key|session|encryption[._-]?key)", re.IGNORECASE)
-
-
-def redact(values: Mapping[str, str]) -> dict[str, str]:
-    """A copy safe to log: values of keys that look like secrets are replaced."""
-    return {k: ("<redacted>" if _SECRET.search(k) else v) for k, v in values.items()}

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from .redaction import scrub
+
 
 class OutcommitError(Exception):
-    """Base class of every error raised on purpose by outcommit."""
+    """Base class of every error raised on purpose by outcommit.
+
+    Its message is scrubbed of secrets (:func:`outcommit.redaction.scrub`): it may quote a
+    value, or wrap an SDK's error that does, and it reaches logs, ``_SUCCESS`` diagnostics,
+    the CLI and tracebacks.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(scrub(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(OutcommitError, ValueError):
@@ -84,7 +96,7 @@ class CorruptCommitDataError(JobCommitError, CorruptFileError):
     """Job commit refused a corrupt or tampered commit file (names the file and field)."""
 
     def __init__(self, message: str, summary: object | None, cause: CorruptFileError) -> None:
-        Exception.__init__(self, message)
+        OutcommitError.__init__(self, message)
         self.summary = summary
         self.path = cause.path
         self.field = cause.field

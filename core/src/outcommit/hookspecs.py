@@ -39,10 +39,14 @@ def register_committers(register: RegisterCommitter) -> None:
 
 
 @hookspec
-def register_config_keys(register: Callable[[str, str], None]) -> None:
+def register_config_keys(register: Callable[..., None]) -> None:
     """Register configuration keys a plugin reads: ``register(key, description)``.
 
-    A key ending in ``.`` registers a prefix (every key below it is known).
+    A key ending in ``.`` registers a prefix (every key below it is known). A key that
+    holds a credential: ``register(key, description, secret=True)``; its value (under
+    the key or any alias of it) is never logged, shown or written, whatever its name.
+    Names that say so (secret, password, token, private key, account key, SAS,
+    connection string...) are hidden anyway (``outcommit.redaction``).
     """
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from .config import Config
 from .errors import ConfigError
 from .plugins import get_registry
+from .redaction import is_secret_key
 
 STRICT_KEY = "outcommit.config.strict"
 
@@ -24,6 +25,8 @@ class KeyInfo:
     description: str
     plugin: str
     aliases: tuple[str, ...] = field(default_factory=tuple)
+    #: A credential: declared by its plugin, or named like one (``outcommit.redaction``).
+    secret: bool = False
 
 
 def catalogue() -> list[KeyInfo]:
@@ -33,7 +36,9 @@ def catalogue() -> list[KeyInfo]:
     for alias, key in registry.config_aliases().items():
         aliases.setdefault(key, []).append(alias)
     owners = registry.key_owners()
-    infos = [KeyInfo(key, description, owners.get(key, ""), tuple(sorted(aliases.get(key, ()))))
+    declared = registry.secret_keys()
+    infos = [KeyInfo(key, description, owners.get(key, ""), tuple(sorted(aliases.get(key, ()))),
+                     key in declared or is_secret_key(key))
              for key, description in registry.config_keys().items()]
     return sorted(infos, key=lambda i: (i.plugin != "outcommit", i.plugin, i.key))
 

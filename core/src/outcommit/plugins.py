@@ -19,6 +19,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError, UnknownCommitterError, UnknownSchemeError
+from .redaction import declare_secret_keys
 
 if TYPE_CHECKING:
     from .committer import CommitterSpec
@@ -63,6 +64,7 @@ class Registry:
         self._committers: dict[str, CommitterSpec] = {}
         self._config_keys: dict[str, str] = {}
         self._key_owners: dict[str, str] = {}
+        self._secret_keys: frozenset[str] = frozenset()
         self._aliases: dict[str, str] = {}
         self._selectors: list[CommitterSelector] = []
         self._commands: dict[str, Any] = {}
@@ -140,6 +142,7 @@ class Registry:
         alias_owner: dict[str, str] = {}
         selectors: list[CommitterSelector] = []
         commands: dict[str, Any] = {}
+        secret_keys: set[str] = set()
         for info in self._info.values():
             info.schemes.clear()
             info.committers.clear()
@@ -170,9 +173,12 @@ class Registry:
                 committers[spec.name] = spec
                 _i.committers.append(spec.name)
 
-            def add_key(key: str, description: str = "", *, _n: str = name) -> None:
+            def add_key(key: str, description: str = "", secret: bool = False, *,
+                        _n: str = name) -> None:
                 keys[key] = description
                 key_owners[key] = _n
+                if secret:
+                    secret_keys.add(key)
 
             def add_alias(alias: str, key: str, *, _n: str = name) -> None:
                 if alias in aliases and aliases[alias] != key:
@@ -205,6 +211,10 @@ class Registry:
             for key, description in spec.config_keys.items():
                 keys.setdefault(key, description)
                 key_owners.setdefault(key, spec.plugin)
+        # Declared secrets, by any of their names, are hidden wherever text is scrubbed.
+        secret_keys |= {alias for alias, key in aliases.items() if key in secret_keys}
+        declare_secret_keys(secret_keys)
+        self._secret_keys = frozenset(secret_keys)
         self._stores, self._committers, self._config_keys = stores, committers, keys
         self._key_owners = key_owners
         self._aliases, self._selectors, self._commands = aliases, selectors, commands
@@ -270,6 +280,11 @@ class Registry:
         """Configuration key -> the plugin that registered it."""
         self.load()
         return dict(self._key_owners)
+
+    def secret_keys(self) -> frozenset[str]:
+        """Keys (and their aliases) that plugins declared secret (``secret=True``)."""
+        self.load()
+        return self._secret_keys
 
     def config_aliases(self) -> dict[str, str]:
         """Alias -> key, core's and every plugin's (during loading: those collected so far)."""

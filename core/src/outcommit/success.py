@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CorruptFileError
+from .redaction import scrub, scrub_values
 
 SUCCESS_NAME = "org.apache.hadoop.fs.s3a.commit.files.SuccessData/1"
 SUCCESS_FILE = "_SUCCESS"
@@ -72,11 +73,12 @@ class SuccessData:
             "date": self.date,
             "hostname": self.hostname,
             "committer": self.committer,
-            "description": self.description,
+            # Free text that may quote an error or a setting: never a secret (redaction.py).
+            "description": scrub(self.description),
             "jobId": self.jobId,
             "jobIdSource": self.jobIdSource,
             "metrics": dict(self.metrics),
-            "diagnostics": dict(self.diagnostics),
+            "diagnostics": scrub_values(self.diagnostics),
             "filenames": list(self.filenames),
             "success": self.success,
             "iostatistics": self.iostatistics or {"counters": {}, "gauges": {}, "minimums": {},

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from outcommit import CommitterSpec, Config, StoreSpec, hookimpl
 
-from .store import BLOB_CAPABILITIES, CONFIG_KEYS, AzureStore
+from .store import BLOB_CAPABILITIES, CONFIG_KEYS, SECRET_KEYS, AzureStore
 
 
 def _make(url: str, config: Config) -> AzureStore:
@@ -32,8 +32,8 @@ def register_committers(register: Callable[..., None]) -> None:
 
 
 @hookimpl
-def register_config_keys(register: Callable[[str, str], None]) -> None:
+def register_config_keys(register: Callable[..., None]) -> None:
     from .committer import CONFIG_KEYS as COMMITTER_KEYS
 
     for key, description in {**CONFIG_KEYS, **COMMITTER_KEYS}.items():
-        register(key, description)
+        register(key, description, secret=key in SECRET_KEYS)

@@ -81,6 +81,9 @@ CONFIG_KEYS: dict[str, str] = {
                "seconds with a clear error instead of after the SDK's retries",
 }
 
+#: Credentials: never logged, shown or written (declared to core's redaction).
+SECRET_KEYS = frozenset({CONNECTION_STRING_KEY, ACCOUNT_KEY_KEY, SAS_TOKEN_KEY})
+
 _COPY_POLL_SECONDS = 0.05
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from outcommit import Config, StoreSpec, hookimpl
 
-from .store import CONFIG_KEYS, GCS_CAPABILITIES, GcsStore
+from .store import CONFIG_KEYS, GCS_CAPABILITIES, TOKEN_KEY, GcsStore
 
 
 def _make(url: str, config: Config) -> GcsStore:
@@ -21,6 +21,6 @@ def register_stores(register: Callable[..., None]) -> None:
 
 
 @hookimpl
-def register_config_keys(register: Callable[[str, str], None]) -> None:
+def register_config_keys(register: Callable[..., None]) -> None:
     for key, description in CONFIG_KEYS.items():
-        register(key, description)
+        register(key, description, secret=key == TOKEN_KEY)  # a service account's JSON, at times

@@ -5,8 +5,9 @@
 * every request of a requester-pays store says so (``x-amz-request-payer``);
 * before the first request the endpoint is probed with one TCP connection, so a wrong
   endpoint fails in about a second, not after botocore's retries (13-24 s);
-* botocore's DEBUG records (its requests' headers, the canonical request it signs)
-  carry the session token: it is redacted from them, as from outcommit's own logs;
+* botocore's DEBUG records (its requests' headers, the canonical request it signs, an
+  assumed role's credentials) carry secrets: core's log redaction hides them, as in
+  every record of the process (``outcommit.redaction``);
 * botocore's errors that mean "unreachable", "no or bad credentials", "no such bucket"
   and "access denied" become :class:`~outcommit.errors.StoreError` subclasses whose
   message names the endpoint, the bucket, where the credentials came from (never the
@@ -17,9 +18,7 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
-import re
 import threading
 import uuid
 from typing import Any
@@ -46,48 +45,6 @@ from .settings import (
 
 _CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
                      "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
-
-
-class RedactSessionTokens(logging.Filter):
-    """Replace secrets in a botocore record with ``<redacted>``: every
-    ``X-Amz-Security-Token`` (header, signed header line, query parameter), and the
-    ``SecretAccessKey``/``SessionToken`` of a credentials answer (STS AssumeRole's XML,
-    JSON). Runs only for records a logger makes, so it costs nothing unless botocore
-    logs at DEBUG."""
-
-    _PATTERNS = (
-        re.compile(r"(x-amz-security-token['\"]?\s*[:=]\s*b?['\"]?)[^'\"\s,;&}]+", re.IGNORECASE),
-        re.compile(r"(<(SecretAccessKey|SessionToken)>)[^<]*(?=</\2>)"),
-        re.compile(r"(['\"](?:SecretAccessKey|SessionToken|secret_key|token)['\"]\s*:\s*['\"])"
-                   r"[^'\"]*", re.IGNORECASE),
-    )
-    _MARKERS = ("security-token", "secretaccesskey", "sessiontoken", "secret_key", "token")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        lowered = message.lower()
-        if any(marker in lowered for marker in self._MARKERS):
-            for pattern in self._PATTERNS:
-                message = pattern.sub(r"\1<redacted>", message)
-            record.msg, record.args = message, None
-        return True
-
-
-#: botocore's loggers whose DEBUG records hold request headers, signed header lines or
-#: response bodies (an assumed role's credentials are one).
-BOTOCORE_HEADER_LOGGERS = ("botocore.endpoint", "botocore.auth", "botocore.awsrequest",
-                           "botocore.httpsession", "botocore.hooks", "botocore.retryhandler",
-                           "botocore.parsers", "botocore.credentials", "botocore.utils")
-
-
-def _redact_botocore_logs() -> None:
-    for name in BOTOCORE_HEADER_LOGGERS:
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, RedactSessionTokens) for f in logger.filters):
-            logger.addFilter(RedactSessionTokens())
-
-
-_redact_botocore_logs()
 
 
 # boto3 sessions, one per profile and AWS environment: a new session loads botocore's

@@ -32,9 +32,9 @@ def register_committers(register: Callable[..., None]) -> None:
 
 
 @hookimpl
-def register_config_keys(register: Callable[[str, str], None]) -> None:
+def register_config_keys(register: Callable[..., None]) -> None:
     for key, description in settings.KEYS.items():
-        register(key, description)
+        register(key, description, secret=key in settings.SECRET_KEYS)
 
 
 @hookimpl

@@ -82,6 +82,8 @@ HADOOP_ALIASES = {
     "outcommit.committer.unique-filenames": "fs.s3a.committer.staging.unique-filenames",
 }
 SSL_ENABLED_HADOOP = "fs.s3a.connection.ssl.enabled"
+#: Credentials: never logged, shown or written (declared to core's redaction).
+SECRET_KEYS = frozenset({SECRET_KEY, SESSION_TOKEN})
 
 KEYS: dict[str, str] = {
     ENDPOINT: "S3 endpoint URL (default: AWS, or AWS_ENDPOINT_URL); Hadoop: fs.s3a.endpoint",
