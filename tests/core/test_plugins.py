@@ -146,10 +146,12 @@ def fresh_registry():
 
 
 def test_duplicate_scheme_is_refused_unless_replace(fresh_registry: Registry) -> None:
-    fresh_registry.add_plugin(_Plugin("file"), "dup")
+    """Added by hand: refused at once, and nothing else changes."""
     with pytest.raises(PluginError, match=r'"dup" registers scheme "file", already registered by '
-                                          r'"outcommit"; pass replace=True'):
-        fresh_registry.stores()
+                                          r'plugin "outcommit" \(outcommit [^)]*\); pass replace=True'):
+        fresh_registry.add_plugin(_Plugin("file"), "dup")
+    assert fresh_registry.store_spec("file").plugin == "outcommit"
+    assert "dup" not in {p.name for p in fresh_registry.plugins()}
     registry = reset_registry(autoload=False)
     registry.add_plugin(_Plugin("file", replace=True), "dup")
     assert registry.store_spec("file").plugin == "dup"

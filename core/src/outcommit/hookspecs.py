@@ -25,8 +25,10 @@ RegisterCommitter = Callable[..., None]
 def register_stores(register: RegisterStore) -> None:
     """Register stores: call ``register(StoreSpec(...), replace=False)`` once per store.
 
-    A scheme already registered by another plugin is refused unless ``replace=True``.
-    Import cloud SDKs inside the spec's factory, not at module import.
+    A scheme an earlier plugin registered is a conflict (this plugin is skipped, with an
+    error naming both) unless ``replace=True``, which wins over plain registrations
+    (``outcommit.contributions``). Import cloud SDKs inside the spec's factory, not at
+    module import.
     """
 
 
@@ -34,7 +36,8 @@ def register_stores(register: RegisterStore) -> None:
 def register_committers(register: RegisterCommitter) -> None:
     """Register committers: call ``register(CommitterSpec(...), replace=False)`` once each.
 
-    A committer name already registered is refused unless ``replace=True``.
+    A committer name an earlier plugin registered is a conflict unless ``replace=True``,
+    as for stores.
     """
 
 

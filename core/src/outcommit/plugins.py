@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
+from .contributions import Contribution, Merged, by_distribution, merge
 from .errors import PluginError, UnknownCommitterError, UnknownSchemeError
 from .redaction import declare_secret_keys
 
@@ -60,18 +61,16 @@ class Registry:
         self._loaded = False
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
-        self._stores: dict[str, StoreSpec] = {}
-        self._committers: dict[str, CommitterSpec] = {}
-        self._config_keys: dict[str, str] = {}
-        self._key_owners: dict[str, str] = {}
-        self._secret_keys: frozenset[str] = frozenset()
-        self._aliases: dict[str, str] = {}
-        self._selectors: list[CommitterSelector] = []
-        self._commands: dict[str, Any] = {}
+        #: The registered plugins in the order their registrations are taken: the
+        #: built-ins, installed plugins by distribution, plugins added by hand. Never the
+        #: plugin manager's set: its order changes from one process to the next.
+        self._order: list[tuple[object, str]] = []
+        self._merged = Merged()
         self._loading = False
         self._info: dict[str, PluginInfo] = {}
-        #: Entry point name -> why it did not load (``Type: message``): named by lookups
-        #: that find nothing, which the plugin may have registered.
+        #: Plugin name -> why it did not load (``Type: message``) or was skipped (its
+        #: registration conflicts with another plugin's): named by lookups that find
+        #: nothing, which the plugin may have registered.
         self._load_failures: dict[str, str] = {}
         self._extra: list[tuple[object, str]] = []
 
@@ -101,20 +100,27 @@ class Registry:
                 self._loading = False
 
     def _load_entry_points(self) -> None:
-        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            dist = getattr(ep, "dist", None)
-            dist_name = dist.name if dist is not None else None
+        found = {(_dist_name(ep), ep.name): ep
+                 for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+        for dist_name, ep_name in by_distribution(found):
+            ep = found[(dist_name, ep_name)]
+            # Two distributions may use one entry point name: the later is named by both.
+            name = f"{dist_name}:{ep_name}" if self._pm.has_plugin(ep_name) else ep_name
             try:
                 plugin = ep.load()
             except Exception as exc:  # a broken plugin must not break every other store
                 cause = f"{type(exc).__name__}: {exc}"
-                message = f'Error importing plugin "{ep.name}": {cause}'
-                log.warning("%s (skipped)", message)
-                self._info[ep.name] = PluginInfo(ep.name, dist_name, _version(dist_name),
-                                                 error=message)
-                self._load_failures[ep.name] = cause
+                self._failed(name, dist_name, f'Error importing plugin "{name}": {cause}', cause)
                 continue
-            self._register_module(plugin, ep.name, dist_name)
+            try:
+                self._register_module(plugin, name, dist_name)
+            except PluginError as exc:  # pluggy refused its hooks
+                self._failed(name, dist_name, str(exc), str(exc.__cause__ or exc))
+
+    def _failed(self, name: str, dist_name: str | None, message: str, cause: str) -> None:
+        log.warning("%s (skipped)", message)
+        self._info[name] = PluginInfo(name, dist_name, _version(dist_name), error=message)
+        self._load_failures[name] = cause
 
     def _register_module(self, plugin: object, name: str, dist_name: str | None) -> None:
         if self._pm.is_registered(plugin) or self._pm.has_plugin(name):
@@ -123,107 +129,99 @@ class Registry:
             self._pm.register(plugin, name=name)
         except (ValueError, pluggy.PluginValidationError) as exc:
             raise PluginError(f'Error registering plugin "{name}": {exc}') from exc
+        self._order.append((plugin, name))
         self._info[name] = PluginInfo(name, dist_name, _version(dist_name))
 
     def add_plugin(self, plugin: object, name: str) -> None:
-        """Register a plugin object by hand (tests, applications); reloads the registries."""
+        """Register a plugin object by hand (tests, applications); reloads the registries.
+
+        Raises :class:`PluginError` when its registrations conflict with another
+        plugin's (it is not added), as when pluggy refuses its hooks."""
         with self._lock:
-            self._extra.append((plugin, name))
-            if self._loaded:
-                self._register_module(plugin, name, None)
+            if self._loading:  # a plugin's import adds one: taken after the installed ones
+                self._extra.append((plugin, name))
+                return
+            self.load()
+            self._register_module(plugin, name, None)
+            self._collect()
+            if name in self._merged.skipped:
+                why = self._load_failures.pop(name)
+                self._pm.unregister(plugin)
+                self._order = [(p, n) for p, n in self._order if p is not plugin]
+                del self._info[name]
                 self._collect()
+                raise PluginError(f'Error registering plugin "{name}": {why}')
+            self._extra.append((plugin, name))
 
-    def _collect(self) -> None:
-        stores: dict[str, StoreSpec] = {}
-        committers: dict[str, CommitterSpec] = {}
-        keys: dict[str, str] = {}
-        key_owners: dict[str, str] = {}
-        aliases: dict[str, str] = {}
-        alias_owner: dict[str, str] = {}
-        selectors: list[CommitterSelector] = []
-        commands: dict[str, Any] = {}
-        secret_keys: set[str] = set()
-        for info in self._info.values():
-            info.schemes.clear()
-            info.committers.clear()
-        # Built-ins first so that plugins can replace them explicitly.
-        order = sorted(self._pm.get_plugins(), key=lambda p: self._pm.get_name(p) != "outcommit")
-        for plugin in order:
-            name = self._pm.get_name(plugin) or repr(plugin)
-            info = self._info.setdefault(name, PluginInfo(name))
+    def _contribution(self, plugin: object, name: str) -> Contribution:
+        """What ``plugin``'s hooks register (its hooks alone are called)."""
+        info = self._info.get(name)
+        release = " ".join(filter(None, (info.distribution, info.version))) if info else ""
+        found = Contribution(name, f'"{name}" ({release})' if release else f'"{name}"')
 
-            def add_store(spec: StoreSpec, replace: bool = False, *, _n: str = name,
-                          _i: PluginInfo = info) -> None:
-                object.__setattr__(spec, "plugin", _n)
-                for scheme in spec.schemes:
-                    if scheme in stores and not replace:
-                        raise PluginError(
-                            f'plugin "{_n}" registers scheme "{scheme}", already registered by '
-                            f'"{stores[scheme].plugin}"; pass replace=True to replace it')
-                    stores[scheme] = spec
-                    _i.schemes.append(scheme)
+        def add_store(spec: StoreSpec, replace: bool = False) -> None:
+            object.__setattr__(spec, "plugin", name)
+            found.stores.append((spec, replace))
 
-            def add_committer(spec: CommitterSpec, replace: bool = False, *, _n: str = name,
-                              _i: PluginInfo = info) -> None:
-                object.__setattr__(spec, "plugin", _n)
-                if spec.name in committers and not replace:
-                    raise PluginError(
-                        f'plugin "{_n}" registers committer "{spec.name}", already registered by '
-                        f'"{committers[spec.name].plugin}"; pass replace=True to replace it')
-                committers[spec.name] = spec
-                _i.committers.append(spec.name)
+        def add_committer(spec: CommitterSpec, replace: bool = False) -> None:
+            object.__setattr__(spec, "plugin", name)
+            found.committers.append((spec, replace))
 
-            def add_key(key: str, description: str = "", secret: bool = False, *,
-                        _n: str = name) -> None:
-                keys[key] = description
-                key_owners[key] = _n
-                if secret:
-                    secret_keys.add(key)
+        def add_key(key: str, description: str = "", secret: bool = False) -> None:
+            found.keys.append((key, description, secret))
 
-            def add_alias(alias: str, key: str, *, _n: str = name) -> None:
-                if alias in aliases and aliases[alias] != key:
-                    raise PluginError(
-                        f'plugin "{_n}" registers {alias!r} as an alias of {key!r}; plugin '
-                        f'"{alias_owner[alias]}" made it an alias of {aliases[alias]!r}')
-                aliases[alias] = key
-                alias_owner[alias] = _n
+        def add_alias(alias: str, key: str) -> None:
+            found.aliases.append((alias, key))
 
-            def add_selector(selector: CommitterSelector, *, _n: str = name) -> None:
-                object.__setattr__(selector, "plugin", _n)
-                selectors.append(selector)
+        def add_selector(selector: CommitterSelector) -> None:
+            object.__setattr__(selector, "plugin", name)
+            found.selectors.append(selector)
 
-            def add_command(command: Any, *, _n: str = name) -> None:
-                if command.name in commands:
-                    raise PluginError(f'plugin "{_n}" registers the command "{command.name}" '
-                                      f'that plugin "{commands[command.name].plugin}" registered')
-                object.__setattr__(command, "plugin", _n)
-                commands[command.name] = command
+        def add_command(command: Any) -> None:
+            object.__setattr__(command, "plugin", name)
+            found.commands.append(command)
 
-            hooks = self._pm.subset_hook_caller  # call one plugin's hooks at a time, in order
-            others = [p for p in self._pm.get_plugins() if p is not plugin]
+        others = [p for p, _ in self._order if p is not plugin]
+        hooks = self._pm.subset_hook_caller  # call one plugin's hooks, not the others'
+        try:
             hooks("register_stores", others)(register=add_store)
             hooks("register_committers", others)(register=add_committer)
             hooks("register_config_keys", others)(register=add_key)
             hooks("register_config_aliases", others)(register=add_alias)
             hooks("register_committer_selectors", others)(register=add_selector)
             hooks("register_commands", others)(register=add_command)
-        for spec in committers.values():  # keys a committer declares are its plugin's
+        except Exception as exc:  # a plugin's bug must not break every other plugin
+            found.error = f"a hook of plugin {found.label} raised {type(exc).__name__}: {exc}"
+        return found
+
+    def _collect(self) -> None:
+        merged = merge([self._contribution(plugin, name) for plugin, name in self._order])
+        for _, name in self._order:
+            info = self._info[name]
+            why = merged.skipped.get(name)
+            if why is not None and self._load_failures.get(name) != why:  # once, not per reload
+                log.warning('Error registering plugin "%s": %s (skipped)', name, why)
+            if why is not None:
+                self._load_failures[name] = why
+            else:
+                self._load_failures.pop(name, None)
+            info.error = f'Error registering plugin "{name}": {why}' if why else None
+            info.schemes = [s for s, spec in merged.stores.items() if spec.plugin == name]
+            info.committers = [c for c, spec in merged.committers.items() if spec.plugin == name]
+        for spec in merged.committers.values():  # keys a committer declares are its plugin's
             for key, description in spec.config_keys.items():
-                keys.setdefault(key, description)
-                key_owners.setdefault(key, spec.plugin)
+                merged.keys.setdefault(key, description)
+                merged.key_owners.setdefault(key, spec.plugin)
         # Declared secrets, by any of their names, are hidden wherever text is scrubbed.
-        secret_keys |= {alias for alias, key in aliases.items() if key in secret_keys}
-        declare_secret_keys(secret_keys)
-        self._secret_keys = frozenset(secret_keys)
-        self._stores, self._committers, self._config_keys = stores, committers, keys
-        self._key_owners = key_owners
-        self._aliases, self._selectors, self._commands = aliases, selectors, commands
+        merged.secret_keys |= {a for a, key in merged.aliases.items() if key in merged.secret_keys}
+        declare_secret_keys(merged.secret_keys)
+        self._merged = merged
 
     # -- lookups -----------------------------------------------------------------
     def store_spec(self, scheme: str) -> StoreSpec:
         self.load()
         try:
-            return self._stores[scheme]
+            return self._merged.stores[scheme]
         except KeyError:
             dist = KNOWN_DISTRIBUTIONS.get(scheme)
             broken = {self._info[name].distribution for name in self._load_failures}
@@ -238,17 +236,17 @@ class Registry:
                     hint += ", or fix an installed one that failed to load (below)"
             raise UnknownSchemeError(
                 f"no store registered for scheme '{scheme}': {hint}. "
-                f"Registered schemes: {', '.join(sorted(self._stores)) or 'none'}"
+                f"Registered schemes: {', '.join(sorted(self._merged.stores)) or 'none'}"
                 f"{self._failures_text()}") from None
 
     def committer_spec(self, name: str) -> CommitterSpec:
         self.load()
         try:
-            return self._committers[name]
+            return self._merged.committers[name]
         except KeyError:
             raise UnknownCommitterError(
                 f"no committer named '{name}'. Registered committers: "
-                f"{', '.join(sorted(self._committers)) or 'none'}{self._failures_text()}") from None
+                f"{', '.join(sorted(self._merged.committers)) or 'none'}{self._failures_text()}") from None
 
     def _failures_text(self) -> str:
         """The installed plugins that failed to load, one line each ('' when none did): a
@@ -261,48 +259,54 @@ class Registry:
             release = " ".join(filter(None, (info.distribution, info.version)))
             dist = f" ({release})" if release else ""
             first = (cause.splitlines() or [""])[0]
-            lines.append(f"\n  plugin '{name}'{dist} is installed but failed to load: {first}")
+            what = "was skipped" if name in self._merged.skipped else "failed to load"
+            lines.append(f"\n  plugin '{name}'{dist} is installed but {what}: {first}")
         return ". Installed plugins that failed to load (one may register it):" + "".join(lines)
 
     def stores(self) -> dict[str, StoreSpec]:
         self.load()
-        return dict(self._stores)
+        return dict(self._merged.stores)
 
     def committers(self) -> dict[str, CommitterSpec]:
         self.load()
-        return dict(self._committers)
+        return dict(self._merged.committers)
 
     def config_keys(self) -> dict[str, str]:
         self.load()
-        return dict(self._config_keys)
+        return dict(self._merged.keys)
 
     def key_owners(self) -> dict[str, str]:
         """Configuration key -> the plugin that registered it."""
         self.load()
-        return dict(self._key_owners)
+        return dict(self._merged.key_owners)
 
     def secret_keys(self) -> frozenset[str]:
         """Keys (and their aliases) that plugins declared secret (``secret=True``)."""
         self.load()
-        return self._secret_keys
+        return frozenset(self._merged.secret_keys)
 
     def config_aliases(self) -> dict[str, str]:
         """Alias -> key, core's and every plugin's (during loading: those collected so far)."""
         self.load()
-        return dict(self._aliases)
+        return dict(self._merged.aliases)
 
     def committer_selectors(self) -> list[CommitterSelector]:
         self.load()
-        return list(self._selectors)
+        return list(self._merged.selectors)
 
     def commands(self) -> dict[str, Any]:
         """CLI subcommands plugins contributed (``outcommit.cli.Command``), by name."""
         self.load()
-        return dict(self._commands)
+        return dict(self._merged.commands)
 
     def plugins(self) -> list[PluginInfo]:
         self.load()
         return sorted(self._info.values(), key=lambda i: (i.name != "outcommit", i.name))
+
+
+def _dist_name(ep: metadata.EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else None
 
 
 def _version(dist_name: str | None) -> str | None:
