@@ -304,3 +304,52 @@ def test_a_marker_naming_a_committer_that_cannot_act_here_breaks_nothing(tmp_pat
         assert main(["jobs", "abort", dest, job_other.job_id, "--force", "--interrupted"]) == 2
         assert f"set up by committer '{name}'" in capsys.readouterr().err
         assert marker.exists()
+
+
+def _hadoop_v1_state(dest_dir) -> list:  # type: ignore[no-untyped-def]
+    """What Hadoop's FileOutputCommitter (v1) leaves under a destination while its job runs,
+    or after its driver died: _temporary/<appAttempt>/, with an attempt writing and a task
+    committed. Nothing in it is outcommit's."""
+    base = dest_dir / "_temporary" / "0"
+    files = [base / "_temporary" / "attempt_202611271843_0001_m_000000_0" / "part-00000.parquet",
+             base / "task_202611271843_0001_m_000001" / "part-00001.parquet"]
+    for path in files:
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"PAR1")
+    return files
+
+
+def test_hadoops_own_temporary_state_is_foreign_and_deleted_only_when_named(tmp_path, capsys) -> None:
+    """Issue 27 #8: Hadoop's _temporary/0 was listed as an outcommit v1 job "0"
+    (not-committed), and 'jobs abort URL 0 --force' deleted it -- a running Spark job's
+    output, say -- without --interrupted. Without an outcommit marker it is foreign: listed
+    so, and deleted only with --foreign, which outcommit's own jobs refuse."""
+    dest = f"file://{tmp_path}/out"
+    hadoop = _hadoop_v1_state(tmp_path / "out")
+    _, job, _ = _v1_job(dest, "c.txt")  # an outcommit job beside it: never touched
+    assert main(["jobs", "list", dest, "--json"]) == 0
+    rows = {row["jobId"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows == {"0": {"jobId": "0", "attempts": [], "status": "foreign", "committer": None},
+                    job.job_id: {"jobId": job.job_id, "attempts": [0], "status": "live",
+                                 "committer": "v1"}}
+    assert main(["jobs", "list", dest]) == 0
+    listed = capsys.readouterr()
+    assert "0\tattempts none\tforeign\t-" in listed.out and "(1 foreign: not outcommit's)" in listed.err
+    for flags in (["--force"], ["--force", "--interrupted"], ["--force", "--interrupted", "--json"]):
+        assert main(["jobs", "abort", dest, "0", *flags]) == 2
+        refused = capsys.readouterr()
+        assert "job 0 is foreign: it holds no outcommit marker" in refused.err
+        assert "Add --foreign only if you know that nothing uses it" in refused.err
+    assert all(path.exists() for path in hadoop)
+    # --foreign names what it is for: outcommit's own job refuses it.
+    assert main(["jobs", "abort", dest, job.job_id, "--force", "--interrupted", "--foreign"]) == 2
+    assert "is live, outcommit's own state: --foreign is only for" in capsys.readouterr().err
+    assert main(["jobs", "abort", dest, "0", "--foreign"]) == 1
+    assert f"would delete file://{tmp_path}/out/_temporary/0, foreign state" in capsys.readouterr().out
+    assert all(path.exists() for path in hadoop)
+    assert main(["jobs", "abort", dest, "0", "--foreign", "--force", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert (done["status"], done["aborted"], done["committer"]) == ("foreign", True, None)
+    assert not (tmp_path / "out" / "_temporary" / "0").exists()
+    assert (tmp_path / "out" / "_temporary" / job.job_id / "0" / "_job.json").exists()
+

@@ -248,6 +248,12 @@ JOB_ABORTS = {
                      "the files it published would be deleted", True),
     "unknown": ("its committer cannot tell its status", True),
 }
+#: State in a committer's layout that holds no file outcommit writes (``--foreign``).
+FOREIGN = ("it holds no outcommit marker, commit record or abort note: another tool's state "
+           "(Hadoop's FileOutputCommitter leaves _temporary/<appAttempt>, its S3A magic "
+           "committer __magic_job-<id>), or an outcommit job whose markers went before its "
+           "cleanup failed: only its directory would be deleted, not what its writer published "
+           "or left pending ('outcommit uploads')")
 
 
 def _status(committer: Any, job_id: str, attempts: list[int]) -> str:
@@ -297,19 +303,22 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     jobs = chosen.leftover_jobs()
     made = {chosen.name: chosen}
     if args.action == "list":
-        rows = []
+        rows: list[dict[str, Any]] = []
         for job_id, attempts in sorted(jobs.items()):
             owner, name = _owned(chosen, job_id, args, made)
             status = "unknown" if owner is None else _status(owner, job_id, attempts)
-            rows.append({"jobId": job_id, "attempts": attempts, "status": status, "committer": name})
+            rows.append({"jobId": job_id, "attempts": attempts, "status": status,
+                         "committer": None if status == "foreign" else name})
         if args.json:
             print_json(rows)
         else:
             for row in rows:
                 listed = ",".join(map(str, row["attempts"])) or "none"
-                print(f"{row['jobId']}\tattempts {listed}\t{row['status']}\t{row['committer']}")
+                print(f"{row['jobId']}\tattempts {listed}\t{row['status']}\t{row['committer'] or '-'}")
+            foreign = sum(row["status"] == "foreign" for row in rows)
             print(f"{len(rows)} job(s) with temporary state of {chosen.name}'s layout under "
-                  f"{args.url}", file=sys.stderr)
+                  f"{args.url}" + (f" ({foreign} foreign: not outcommit's)" if foreign else ""),
+                  file=sys.stderr)
         return 0
     if args.job_id is None:
         raise OutcommitError("outcommit jobs abort needs the job id (outcommit jobs list shows them)")
@@ -319,6 +328,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     committer, _ = _owned(chosen, args.job_id, args, made)
     attempts = jobs[args.job_id]
     status = _status(committer, args.job_id, attempts)
+    if status == "foreign" or args.foreign:
+        return _delete_foreign(committer, args, status)
     what, risky = JOB_ABORTS.get(status, JOB_ABORTS["unknown"])
     if risky and not args.interrupted:
         raise OutcommitError(f"job {args.job_id} is {status}: {what}. Add --interrupted only if "
@@ -351,6 +362,36 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             report(False, text)
         return 1
     report(True, f"aborted job {job.job_id} at {args.url} ({status})")
+    return 0
+
+
+def _delete_foreign(committer: Any, args: argparse.Namespace, status: str) -> int:
+    """``jobs abort`` of state that is not outcommit's: only with ``--foreign`` (which only
+    such state accepts), and then only its directory goes."""
+    from .context import JobContext
+
+    if status != "foreign":
+        raise OutcommitError(f"job {args.job_id} is {status}, outcommit's own state: --foreign is "
+                             "only for state outcommit did not write; leave it out")
+    if not args.foreign:
+        raise OutcommitError(f"job {args.job_id} is foreign: {FOREIGN}. Add --foreign only if you "
+                             "know that nothing uses it any more")
+    where = committer.job_evidence(JobContext(args.url, job_id=args.job_id)).root
+    shown = committer.store.url(where)
+
+    def report(done: bool, text: str) -> None:
+        if args.json:
+            print_json({"jobId": args.job_id, "committer": None, "url": args.url,
+                        "status": status, "aborted": done, "message": text})
+        else:
+            print(text)
+
+    if not args.force:
+        report(False, f"would delete {shown}, foreign state (not outcommit's), and nothing else. "
+                      "Add --force to delete it")
+        return 1
+    committer.delete_foreign_state(args.job_id)
+    report(True, f"deleted {shown}, foreign state (not outcommit's)")
     return 0
 
 
@@ -397,7 +438,9 @@ EXAMPLES = {
                "  outcommit uploads abort s3://bucket/events/ --older-than 24h --force",
     "jobs": "  outcommit jobs list s3://bucket/events --committer magic\n"
             "  outcommit jobs abort s3://bucket/events 5c0e0b9e-7d2a-4f4e-9a53-0f8ad1b9e3c1 "
-            "--committer magic --force",
+            "--committer magic --force\n"
+            "  outcommit jobs abort file:///data/events 0 --foreign --force   "
+            "# Hadoop's _temporary/0, listed as foreign",
 }
 
 
@@ -464,6 +507,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--interrupted", action="store_true",
                    help="also abort a job that looks live, or whose commit began with no evidence "
                         "that it finished: its driver is gone and its commit never finished")
+    p.add_argument("--foreign", action="store_true",
+                   help="delete state that is not outcommit's (listed as foreign: no outcommit "
+                        "marker, such as Hadoop's own _temporary/0): only its directory goes")
     _conf_option(p)
     p.set_defaults(func=cmd_jobs)
 

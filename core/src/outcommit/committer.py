@@ -439,8 +439,9 @@ class Committer:
         """What the state of job ``job_id`` says (``outcommit jobs``), first match:
         ``committed`` (its ``_SUCCESS``), ``live`` (its markers), ``abort-kept`` (an abort
         began and did not finish, or could not undo the commit), ``commit-began`` (no
-        evidence that it finished or was aborted), ``not-committed``; ``unknown`` where the
-        committer keeps no state."""
+        evidence that it finished or was aborted), ``not-committed`` (its state holds a
+        file only outcommit writes), ``foreign`` (none: another tool's, such as Hadoop's
+        own ``_temporary/0``); ``unknown`` where the committer keeps no state."""
         job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
         evidence = self.job_evidence(job)
         if evidence is None:
@@ -451,7 +452,24 @@ class Committer:
             return "live"
         if self._abort_note(job) is not None:  # this attempt's abort (or a later one's)
             return "abort-kept"
-        return "commit-began" if evidence.began(attempts) else "not-committed"
+        if evidence.began(attempts):
+            return "commit-began"
+        # Hadoop's FileOutputCommitter leaves _temporary/0, its S3A magic committer
+        # __magic_job-<id>: in our layouts, but not ours to judge or delete.
+        return "not-committed" if evidence.is_ours() else "foreign"
+
+    def delete_foreign_state(self, job_id: str) -> None:
+        """Delete the directory of "job" ``job_id``, state that holds no file outcommit
+        writes (``outcommit jobs abort --foreign``): that directory only, not what its
+        writer may have published or left pending elsewhere (nothing tells what that is)."""
+        evidence = self.job_evidence(JobContext(self.destination, job_id=job_id))
+        if evidence is None:
+            return
+        if evidence.is_ours():  # checked again: a job may have been set up there meanwhile
+            raise CommitError(f"{evidence.store.url(evidence.root)} holds outcommit's state "
+                              "now: it is not foreign; list the jobs again")
+        evidence.store.delete(evidence.root, recursive=True)
+        self.remove_temporary_root()
 
     def job_owner(self, job_id: str) -> str | None:
         """The committer that set job ``job_id`` up, as its markers say (any job attempt's,
@@ -562,11 +580,21 @@ class JobEvidence:
     root: str                                   # the job's directory
     marker: Callable[[int], str]                # the liveness marker of a job attempt
     began: Callable[[Sequence[int]], bool]      # did a job commit of these attempts begin?
+    #: Names of the files only outcommit writes in a job's state (markers, commit records,
+    #: abort notes...): Hadoop's committers, whose layouts ours follow, write none of them.
+    own_names: frozenset[str] = frozenset({JOB_MARKER, ABORT_NOTE})
 
     @property
     def note(self) -> str:
         """The note an abort that kept the state leaves (:data:`ABORT_NOTE`)."""
         return self.store.join(self.root, ABORT_NOTE)
+
+    def is_ours(self) -> bool:
+        """Does the job's directory hold a file only outcommit writes, at any depth? (A
+        listing of the directory: asked only of state that shows no marker, no abort note
+        and no commit record where the committer looks for them.)"""
+        return any(info.path.rpartition("/")[2] in self.own_names
+                   for info in self.store.list_files(self.root))
 
 
 def attempts_in(store: Store, job_dir: str) -> list[int]:
@@ -662,7 +690,8 @@ class JobDirectoryCommitter(Committer):
     def job_evidence(self, job: JobContext) -> JobEvidence:
         job_dir = self.job_dir(job.job_id)
         return JobEvidence(self.store, job_dir, lambda attempt: self.job_marker(job, attempt),
-                           lambda _attempts: journal.exists(self.store, job_dir))
+                           lambda _attempts: journal.exists(self.store, job_dir),
+                           frozenset({JOB_MARKER, ABORT_NOTE, journal.JOURNAL_FILE}))
 
     def leftover_jobs(self) -> dict[str, list[int]]:
         root = self.store.join(self.dest, TEMPORARY_DIR)

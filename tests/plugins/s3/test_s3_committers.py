@@ -631,3 +631,57 @@ def test_conflict_modes_see_a_partition_named_with_a_leading_underscore(name, co
     committer.commit_job(job, [run_task(committer, job, 0, {"_src=a/new.txt": b"new"})])
     assert visible_files(store, store.strip(url)) == {"_src=a/new.txt": b"new"}
     assert store.exists(f"{store.strip(url)}/_temporary/other.txt")
+
+
+def test_hadoops_magic_committer_state_is_foreign(config, s3_root):
+    """Issue 27 #8 on S3: Hadoop's S3A magic committer keeps its job's state in
+    __magic_job-<uuid>/ as outcommit's magic committer does, with no outcommit marker in it:
+    'jobs' lists it as foreign and deletes it only with --foreign (its directory alone: the
+    upload its task left pending is Hadoop's, and an abort of another job leaves it, as the
+    sweep leaves every upload under a destination holding a live job's directory)."""
+    url = f"{s3_root}/hadoop-magic"
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    hadoop_job = "5d1c8f3e-0a4b-4c2d-9e6f-7a8b9c0d1e2f"
+    root = f"{dest}/__magic_job-{hadoop_job}"
+    upload = store.multipart().initiate(f"{dest}/part-00000.parquet")
+    base = f"{root}/job-{hadoop_job}/tasks/attempt_{hadoop_job}_0000_m_000000_0/__base"
+    store.save_json(f"{base}/part-00000.parquet.pending",
+                    {"version": 2, "uploadId": upload, "destinationKey": "part-00000.parquet"})
+    store.write_bytes(f"{base}/part-00000.parquet", b"")
+    ours, job = start(url, config, "magic")  # outcommit's own job beside it
+    conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
+
+    statuses = {job_id: ours.job_status(job_id, attempts)
+                for job_id, attempts in ours.leftover_jobs().items()}
+    assert statuses == {hadoop_job: "foreign", job.job_id: "live"}
+    assert cli_main(["jobs", "abort", url, hadoop_job, "--committer", "magic", "--force",
+                     "--interrupted", *conf]) == 2
+    assert store.exists(f"{base}/part-00000.parquet.pending")
+    ours.abort_job(job)  # its sweep: Hadoop's directory protects Hadoop's upload
+    ours.cleanup_job(job)
+    assert [u.upload_id for u in store.multipart().list_pending(dest + "/")] == [upload]
+    assert cli_main(["jobs", "abort", url, hadoop_job, "--committer", "magic", "--force",
+                     "--foreign", *conf]) == 0
+    assert not store.exists(root)
+    assert [u.upload_id for u in store.multipart().list_pending(dest + "/")] == [upload]
+    store.multipart().abort(f"{dest}/part-00000.parquet", upload)
+
+
+def test_a_magic_job_whose_cleanup_died_after_its_markers_is_still_ours(config, s3_root):
+    """Its markers went, its claims and pendingsets stayed (files only outcommit writes):
+    not foreign, and its abort needs no --foreign."""
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/markerless"
+    store = outcommit.open_store(url, config)
+    committer, job = start(url, config, "magic")
+    run_task(committer, job, 0, {"a.bin": b"a"})
+    stuck = FaultInjectingStore(store, [Fault("delete", times=-1, predicate=lambda _op, args:
+                                              not str(args[0]).endswith("_job.json"))])
+    outcommit.create_committer(url, config, "magic", store=stuck).cleanup_job(job)  # never raises
+    again = outcommit.create_committer(url, config, "magic")
+    assert again.job_status(job.job_id, again.leftover_jobs()[job.job_id]) == "not-committed"
+    conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
+    assert cli_main(["jobs", "abort", url, job.job_id, "--committer", "magic", "--force", *conf]) == 0
+    assert outcome(url, config) == ({}, [])

@@ -43,7 +43,7 @@ from outcommit.success import SuccessData
 from . import claims, cleanup, conflicts, pendingsets
 from . import sweep as sweeping
 from .files import Expectations, PendingCommit, PendingSet, digest
-from .layout import COMMIT_STARTED, JOB_MARKER, RESERVED, JobLayout
+from .layout import ALLOWED, CLAIM, COMMIT_STARTED, JOB_MARKER, RESERVED, JobLayout
 from .operations import CommitOperations, abortable_commits
 from .pendingsets import JobCommits
 from .sweep import Sweep
@@ -548,7 +548,8 @@ class DelayedCompletionCommitter(Committer):
         layout = self.layout(job)
         return JobEvidence(self.meta, layout.root, lambda attempt: layout.marker(job, attempt),
                            lambda attempts: any(self.meta.exists(layout.commit_started(job, a))
-                                                for a in attempts))
+                                                for a in attempts),
+                           frozenset({JOB_MARKER, COMMIT_STARTED, CLAIM, ALLOWED, ABORT_NOTE}))
 
     def cleanup_local(self, job: JobContext) -> None:
         """Remove local state of the job (staging directories)."""
