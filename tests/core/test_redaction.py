@@ -63,6 +63,8 @@ HADOOP_CREDENTIAL_KEYS = [
 NOT_SECRET = {"outcommit.committer": "v1", "fs.s3a.endpoint": "http://127.0.0.1:9000",
               "outcommit.s3.staging.tmp-dir": "/tmp/pytest-of-root/pytest-1/staging-area-x0",
               "spark.sql.sources.writeJobUUID": "5c0e0b9e-7d2a-4f4e-9a53-0f8ad1b9e3c1",
+              "outcommit.streaming.query": "5c0e0b9e7d2a4f4e9a530f8ad1b9e3c1",
+              "commit.digest": "da39a3ee5e6b4b0d3255bfef95601890afd80709",
               "outcommit.s3.acl": "bucket-owner-full-control",
               "outcommit.s3.assumed-role.arn": "arn:aws:iam::123456789012:role/outcommit-writer",
               "outcommit.committer.threads": "16"}
@@ -75,7 +77,8 @@ def test_credential_keys_are_redacted_by_name(key: str) -> None:
 
 
 @pytest.mark.parametrize("value", [
-    PEM, KEY_ID, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    PEM, KEY_ID * 2, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
     '{"type": "service_account", "private_key": "x"}',
     "BlobEndpoint=http://127.0.0.1:1/acct;AccountKey=abc==", "sv=2022-11-02&ss=b&sig=abc%2Bd%3D"])
 def test_values_that_look_secret_are_redacted_whatever_their_key(value: str) -> None:

@@ -48,6 +48,7 @@ _SECRET_KEY = re.compile(rf"(?:{_SECRET_WORDS})", re.IGNORECASE)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9+/_\-]{32,}={0,2}$")
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
 #: Fields of Azure connection strings and SAS URLs whose values are the secret itself.
 _SECRET_FIELDS = re.compile(r"(?i)(?:^|[;&?\s'\"])(?:AccountKey|SharedAccessSignature|"
                             r"SharedAccessKey|Password|Pwd|sig)=")
@@ -108,18 +109,22 @@ def is_secret_key(key: str) -> bool:
 def looks_secret(value: Any) -> bool:
     """Does the value look like a credential whatever its key (a PEM block, a JSON
     service account key, a connection string with a key or signature, a long base64
-    or hex string)? Paths, URLs, ARNs, names and UUIDs do not."""
+    string, 64 hex digits or more)? Paths, URLs, ARNs, names, UUIDs (also as 32 hex
+    digits) and digests do not."""
     text = str(value).strip()
     if "-----BEGIN" in text or '"private_key' in text or _SECRET_FIELDS.search(text):
         return True
     if not _TOKEN_CHARS.match(text) or _UUID.match(text) or text.startswith("/"):
         return False
-    # A random token is nearly all letters and digits, in long runs; a dashed or
-    # underscored name (bucket-owner-full-control) is not.
+    if _HEX.match(text):  # ids are hex too (a UUID's 32 digits, a digest's 40): keys are longer
+        return len(text) >= 64
+    # A random token is nearly all letters and digits, in long runs, of both cases; a
+    # dashed or underscored name (bucket-owner-full-control) is not.
     runs = _ALNUM_RUN.findall(text)
     separators = len(text) - sum(len(run) for run in runs)
     return (separators * 10 <= len(text) and max(map(len, runs)) >= 12
-            and any(c.isdigit() for c in text) and any(c.isalpha() for c in text))
+            and any(c.isdigit() for c in text) and any(c.isupper() for c in text)
+            and any(c.islower() for c in text))
 
 
 def is_secret(key: str, value: Any) -> bool:
