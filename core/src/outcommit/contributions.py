@@ -14,6 +14,7 @@ The rules (docs/plugins.md), which make the outcome the same in every process:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -158,6 +159,4 @@ def by_distribution(entries: Iterable[tuple[str | None, str]]) -> list[tuple[str
 
 
 def normalise_distribution(name: str) -> str:
-    import re
-
     return re.sub(r"[-_.]+", "-", name).lower()

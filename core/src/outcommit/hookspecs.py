@@ -67,7 +67,8 @@ def register_config_aliases(register: Callable[[str, str], None]) -> None:
 
     Hadoop's names are the usual aliases (``fs.s3a.committer.threads`` for
     ``outcommit.committer.threads``); an ``outcommit.`` key given explicitly wins over
-    any alias of it. An alias another plugin registered already is refused.
+    any alias of it. An alias an earlier plugin made an alias of another key is a
+    conflict: this plugin is skipped, with an error naming both.
     """
 
 
