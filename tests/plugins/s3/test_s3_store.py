@@ -114,6 +114,40 @@ def test_rename_is_copy_and_delete(s3_config, s3_root):
     assert store.exists(f"{root}/dst0/keep.txt")  # a delete never reaches an adjacent prefix
 
 
+def test_an_object_beyond_copy_objects_limit_is_copied_in_parts(s3_config, s3_root, monkeypatch):
+    """Beyond CopyObject's 5 GiB a rename copies ranges of one multipart upload (botocore's
+    UploadPartCopy: the store does not use boto3's managed transfer). Limits lowered here."""
+    import outcommit_s3.store as s3store
+
+    monkeypatch.setattr(s3store, "_MAX_COPY", 1)
+    monkeypatch.setattr(s3store, "_COPY_PART", 5 * MiB)
+    store = outcommit.open_store(s3_root, s3_config)
+    root = store.strip(s3_root)
+    data = bytes(range(256)) * (11 * MiB // 256) + b"tail"
+    store.write_bytes(f"{root}/big.bin", data)
+    faults = HttpFaults(store.client)
+    faults.answer("UploadPartCopy", 0, "none", times=0)       # counts the parts, changes nothing
+    store.rename_file(f"{root}/big.bin", f"{root}/moved/big.bin")
+    assert store.read_bytes(f"{root}/moved/big.bin") == data and not store.exists(f"{root}/big.bin")
+    assert faults.sent["UploadPartCopy"] == 3
+    assert store.multipart().list_pending(f"{root}/") == []
+
+
+def test_a_failed_part_copy_aborts_its_upload(s3_config, s3_root, monkeypatch):
+    import outcommit_s3.store as s3store
+
+    monkeypatch.setattr(s3store, "_MAX_COPY", 1)
+    monkeypatch.setattr(s3store, "_COPY_PART", 5 * MiB)
+    store = outcommit.open_store(s3_root, {**s3_config, "outcommit.committer.threads": "1"})
+    root = store.strip(s3_root)
+    store.write_bytes(f"{root}/big.bin", b"x" * (6 * MiB))
+    HttpFaults(store.client).answer("UploadPartCopy", 403, "AccessDenied", times=1)
+    with pytest.raises(outcommit.StorePermissionError):
+        store.rename_file(f"{root}/big.bin", f"{root}/moved/big.bin")
+    assert store.multipart().list_pending(f"{root}/") == []     # no upload left behind
+    assert store.exists(f"{root}/big.bin") and not store.exists(f"{root}/moved/big.bin")
+
+
 def _pending_upload(store, name: str) -> tuple[str, str, list[str]]:
     mp = store.multipart()
     path = f"{store.strip(store._url)}/{name}"

@@ -1,6 +1,11 @@
-"""The store's boto3 client: credentials, per-request settings, and errors a user can act on.
+"""The store's S3 client: credentials, per-request settings, and errors a user can act on.
 
-* credentials come from boto3's chain as configured: explicit keys, a named profile,
+A botocore client, not boto3's: s3fs already brings botocore through aiobotocore, which
+pins it to a few releases, and boto3 pins botocore as narrowly the other way, so
+declaring boto3 made pip try boto3 releases one by one until one fitted aiobotocore's
+botocore (docs/install.md). Every call the store makes is botocore's own.
+
+* credentials come from botocore's chain as configured: explicit keys, a named profile,
   and optionally an assumed IAM role (STS AssumeRole, refreshed before it expires);
 * every request of a requester-pays store says so (``x-amz-request-payer``);
 * before the first request the endpoint is probed with one TCP connection, so a wrong
@@ -47,7 +52,7 @@ _CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToke
                      "TokenRefreshRequired", "InvalidClientTokenId", "UnrecognizedClientException"}
 
 
-# boto3 sessions, one per profile and AWS environment: a new session loads botocore's
+# botocore sessions, one per profile and AWS environment: a new session loads botocore's
 # service model again (~70-110 ms of CPU), which every task's committer would pay.
 _SESSIONS: dict[tuple[str | None, tuple[tuple[str, str], ...]], Any] = {}
 _SESSIONS_LOCK = threading.Lock()  # a session is not thread-safe: clients are made under it
@@ -59,12 +64,12 @@ def _session_key(profile: str | None) -> tuple[str | None, tuple[tuple[str, str]
 
 
 def make_client(settings: S3Settings) -> Any:
-    """A thread-safe boto3 S3 client for ``settings``, wrapped to translate errors.
+    """A thread-safe botocore S3 client for ``settings``, wrapped to translate errors.
 
     Clients are made from a session shared by the stores of this process with the same
     profile (and AWS environment); each store still gets its own client.
     """
-    import boto3
+    import botocore.session
 
     keys: dict[str, Any] = {}
     if settings.access_key or settings.secret_key:
@@ -74,15 +79,14 @@ def make_client(settings: S3Settings) -> Any:
         key = _session_key(settings.profile)
         session = _SESSIONS.get(key)
         if session is None:
-            session = boto3.session.Session(profile_name=settings.profile) if settings.profile \
-                else boto3.session.Session()
+            session = botocore.session.Session(profile=settings.profile)
             if len(_SESSIONS) >= 16:  # environments that keep changing: keep a few
                 _SESSIONS.clear()
             _SESSIONS[key] = session
         source = describe_source(settings, session)
         if settings.role_arn:
             session, keys = _assumed_role(settings, session, keys), {}
-        client = session.client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region,
+        client = session.create_client("s3", endpoint_url=settings.endpoint_url, region_name=settings.region,
                                 config=settings.botocore_config(), **keys)
     if settings.requester_pays:
         client.meta.events.register("before-parameter-build.s3", _requester_pays)
@@ -99,11 +103,10 @@ def _requester_pays(params: dict[str, Any], model: Any, **_: Any) -> None:
 
 def _assumed_role(settings: S3Settings, session: Any, keys: dict[str, Any]) -> Any:
     """A session signing with the assumed role's credentials, refreshed before they expire."""
-    import boto3
     from botocore.credentials import RefreshableCredentials
     from botocore.session import get_session
 
-    sts = session.client("sts", endpoint_url=settings.role_sts_endpoint, region_name=settings.region,
+    sts = session.create_client("sts", endpoint_url=settings.role_sts_endpoint, region_name=settings.region,
                          config=settings.botocore_config(), **keys)
     name = settings.role_session_name or f"outcommit-{uuid.uuid4().hex[:12]}"
 
@@ -122,7 +125,7 @@ def _assumed_role(settings: S3Settings, session: Any, keys: dict[str, Any]) -> A
     # botocore's own way to give a session credentials that refresh themselves.
     botocore_session._credentials = RefreshableCredentials.create_from_metadata(
         fetch(), fetch, "assume-role")
-    return boto3.session.Session(botocore_session=botocore_session, region_name=settings.region)
+    return botocore_session
 
 
 def describe_source(settings: S3Settings, session: Any) -> str:
@@ -145,7 +148,7 @@ def describe_source(settings: S3Settings, session: Any) -> str:
 
 
 class TranslatingClient:
-    """A boto3 client whose calls raise StoreErrors for what a user must fix."""
+    """A botocore client whose calls raise StoreErrors for what a user must fix."""
 
     def __init__(self, client: Any, settings: S3Settings, source: str) -> None:
         self._client = client

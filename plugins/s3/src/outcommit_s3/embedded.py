@@ -59,10 +59,10 @@ class EmbeddedS3:
         }
 
     def client(self) -> Any:
-        import boto3
+        import botocore.session
         from botocore.config import Config
 
-        return boto3.client("s3", endpoint_url=self.endpoint_url, region_name=REGION,
+        return botocore.session.get_session().create_client("s3", endpoint_url=self.endpoint_url, region_name=REGION,
                             aws_access_key_id=DUMMY_KEY, aws_secret_access_key=DUMMY_SECRET,
                             config=Config(retries={"max_attempts": 1},
                                           s3={"addressing_style": "path"}))

@@ -19,7 +19,7 @@ def _make_store(url: str, config: Config):  # type: ignore[no-untyped-def]
 @hookimpl
 def register_stores(register: Callable[..., None]) -> None:
     register(StoreSpec(("s3", "s3a"), _make_store, "magic", S3_CAPABILITIES,
-                       "Amazon S3 and compatibles (s3fs + boto3): multipart uploads, no rename"))
+                       "Amazon S3 and compatibles (s3fs + botocore): multipart uploads, no rename"))
 
 
 @hookimpl

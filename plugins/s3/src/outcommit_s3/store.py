@@ -1,6 +1,6 @@
 """The ``s3``/``s3a`` store: every committer operation is one or a few plain S3 requests.
 
-Committer operations go through one boto3 client, so each is a known, countable set of
+Committer operations go through one botocore client, so each is a known, countable set of
 requests (the benchmark prices them) and prefixes are exact (``out/dataset1/`` never
 touches ``out/dataset10``). s3fs is the fsspec filesystem handed to readers and writers.
 S3 has no rename: ``rename_file`` is copy + delete and neither kind of rename is atomic,
@@ -43,6 +43,8 @@ S3_CAPABILITIES = Capabilities.of(
 )
 
 _MAX_COPY = 5 * 1024**3  # CopyObject's limit; larger objects go through a multipart copy
+_COPY_PART = 256 * 1024**2  # bytes per UploadPartCopy of a multipart copy (S3: 5 MiB .. 5 GiB)
+_MAX_PARTS = 10_000
 _DELETE_BATCH = 1000
 
 
@@ -73,7 +75,7 @@ class S3Store(Store):
     # -- clients -----------------------------------------------------------------
     @property
     def client(self) -> Any:
-        """The boto3 client of every committer operation, created on first use."""
+        """The botocore client of every committer operation, created on first use."""
         with self._client_lock:
             if self._client is None:
                 self._client = make_client(self.settings)
@@ -239,7 +241,36 @@ class S3Store(Store):
             self.client.copy_object(Bucket=dbucket, Key=dkey, CopySource=source,
                                     **self.settings.object_args())
         else:
-            self.client.copy(source, dbucket, dkey, ExtraArgs=self.settings.object_args())
+            self._multipart_copy(source, dbucket, dkey, size)
+
+    def _multipart_copy(self, source: dict[str, str], bucket: str, key: str, size: int) -> None:
+        """An object beyond CopyObject's 5 GiB as UploadPartCopy ranges of one multipart
+        upload, in parallel; a failed part aborts the upload, so none is left pending."""
+        part = max(_COPY_PART, -(-size // _MAX_PARTS))
+        ranges = [(number, start, min(start + part, size) - 1)
+                  for number, start in enumerate(range(0, size, part), start=1)]
+        upload = self.client.create_multipart_upload(Bucket=bucket, Key=key,
+                                                     **self.settings.object_args())["UploadId"]
+
+        def copy_part(item: tuple[int, int, int]) -> dict[str, Any]:
+            number, first, last = item
+            answer = self.client.upload_part_copy(Bucket=bucket, Key=key, UploadId=upload,
+                                                  PartNumber=number, CopySource=source,
+                                                  CopySourceRange=f"bytes={first}-{last}")
+            return {"PartNumber": number, "ETag": answer["CopyPartResult"]["ETag"]}
+
+        try:
+            with ThreadPoolExecutor(max_workers=min(self.threads, len(ranges))) as pool:
+                parts = list(pool.map(copy_part, ranges))
+            self.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                                  MultipartUpload={"Parts": parts})
+        except BaseException:
+            try:
+                self.client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+            except Exception as exc:  # the copy's own error is the one to raise
+                log.warning("could not abort the multipart copy to s3://%s/%s (upload %s): %s",
+                            bucket, key, upload, exc)
+            raise
 
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         """Copy + delete: not atomic, O(size) (S3 has no rename)."""
