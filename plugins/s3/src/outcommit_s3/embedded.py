@@ -62,10 +62,10 @@ class EmbeddedS3:
         import botocore.session
         from botocore.config import Config
 
-        return botocore.session.get_session().create_client("s3", endpoint_url=self.endpoint_url, region_name=REGION,
-                            aws_access_key_id=DUMMY_KEY, aws_secret_access_key=DUMMY_SECRET,
-                            config=Config(retries={"max_attempts": 1},
-                                          s3={"addressing_style": "path"}))
+        return botocore.session.get_session().create_client(
+            "s3", endpoint_url=self.endpoint_url, region_name=REGION, aws_access_key_id=DUMMY_KEY,
+            aws_secret_access_key=DUMMY_SECRET,
+            config=Config(retries={"max_attempts": 1}, s3={"addressing_style": "path"}))
 
     def create_bucket(self, name: str) -> None:
         """Create ``name`` unless it exists already (a shared server, several test modules)."""
