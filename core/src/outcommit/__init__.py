@@ -7,6 +7,7 @@ from .capabilities import Capabilities
 from .committer import Committer, CommitterSpec
 from .config import Config
 from .context import JobContext, TaskAttemptContext
+from .engine.dataset import write_dataset
 from .errors import (
     CommitError,
     ConfigError,
@@ -85,4 +86,5 @@ __all__ = [
     "hookimpl",
     "load_success",
     "open_store",
+    "write_dataset",
 ]

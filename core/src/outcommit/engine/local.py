@@ -25,7 +25,14 @@ from ..errors import CommitError, ConfigError, InjectedFailure
 from ..factory import create_committer, shared_store
 from ..stores.memory import MemoryStore
 from ..success import SuccessData
-from .writer import FORMATS, StreamingWriter, WrittenFile, check_compression, check_partition_types
+from .writer import (
+    FORMATS,
+    StreamingWriter,
+    WrittenFile,
+    check_basename_template,
+    check_compression,
+    check_partition_types,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +72,7 @@ class TaskSpec:
     failure: FailurePoint | None
     max_bytes_per_file: int = 0
     file_options: dict[str, Any] = field(default_factory=dict)
+    basename_template: str | None = None
 
 
 @dataclass
@@ -137,7 +145,8 @@ def _write(committer: Committer, task: TaskAttemptContext, spec: TaskSpec) -> li
                               max_rows_per_file=spec.max_rows_per_file,
                               max_bytes_per_file=spec.max_bytes_per_file,
                               options=dict(spec.file_options), on_file=maybe_fail,
-                              schema=getattr(spec.table, "schema", None)).write_batches(batches)
+                              schema=getattr(spec.table, "schema", None),
+                              basename_template=spec.basename_template).write_batches(batches)
     if failure and failure.point == "mid-write":
         maybe_fail(len(written) + failure.after_files, "")
     return written
@@ -152,7 +161,8 @@ class LocalDriver:
                  fmt: str = "parquet", partition_by: Sequence[str] = (),
                  max_rows_per_file: int = 0, failures: Sequence[FailurePoint] = (),
                  progress: Callable[[str], None] | None = None, max_bytes_per_file: int = 0,
-                 row_group_size: int = 0, compression: str | None = None) -> None:
+                 row_group_size: int = 0, compression: str | None = None,
+                 basename_template: str | None = None) -> None:
         if mode not in ("thread", "process"):
             raise ConfigError(f"LocalDriver mode={mode!r}: use 'thread' or 'process'")
         if workers < 1 or max_attempts < 1:
@@ -184,6 +194,8 @@ class LocalDriver:
                 self.file_options["row_group_size"] = row_group_size
             if codec:
                 self.file_options["compression"] = codec
+        check_basename_template(basename_template)
+        self.basename_template = basename_template
         self.failures = list(failures)
         self.progress = progress or (lambda _msg: None)
 
@@ -198,13 +210,17 @@ class LocalDriver:
         failure = next((f for f in self.failures if f.task == index and f.attempt == attempt), None)
         return TaskSpec(self.destination, self.committer.name, self.config, job.to_dict(), index,
                         attempt, table, self.fmt, self.partition_by, self.max_rows_per_file, failure,
-                        self.max_bytes_per_file, dict(self.file_options))
+                        self.max_bytes_per_file, dict(self.file_options), self.basename_template)
 
     def run(self, tables: Sequence[Any], job: JobContext | None = None) -> JobResult:
         started = time.monotonic()
         committer = self.committer
         # Partition columns the data cannot be split by fail before any task runs, for the
         # tasks given as tables (an iterable of batches shows its schema only in its task).
+        if self.basename_template and len(tables) > 1:
+            # {i} counts one task's files: two tasks' part-0.parquet would replace each other.
+            raise ConfigError(f"basename_template names the files of one task: give one table, "
+                              f"not {len(tables)}, or leave basename_template out")
         for table in tables:
             if hasattr(table, "schema"):
                 check_partition_types(table.schema, self.partition_by)

@@ -105,6 +105,20 @@ def file_name(task_index: int, job_id: str, attempt: int, fmt: str, seq: int = 0
     return f"part-{task_index:05d}-{seq:03d}{suffix}.{_EXTENSIONS[fmt]}"
 
 
+def check_basename_template(template: str | None) -> None:
+    """pyarrow's ``basename_template``: one file name with ``{i}`` (the file's number in the
+    task), never a path: a ``/`` or ``..`` would write outside the work path, and a name
+    starting with ``_`` or ``.`` would be hidden from every reader (docs/reading.md)."""
+    if template is None:
+        return
+    if "{i}" not in template:
+        raise ConfigError(f"basename_template {template!r} has no {{i}}: the files of one write "
+                          "need distinct names, e.g. 'part-{i}.parquet'")
+    if "/" in template or "\\" in template or template in (".", "..") or template[0] in "._":
+        raise ConfigError(f"basename_template {template!r} must be a plain file name not starting "
+                          "with '_' or '.' (readers skip those): directories come from partitioning")
+
+
 def row_numbers(count: int) -> Any:
     """0 .. count-1 as an Arrow array, built by Arrow: ``pa.array(range(count))`` makes a
     Python int of each (1.5 s per 10M rows), and numpy is not a dependency."""
@@ -360,6 +374,9 @@ class StreamingWriter:
     options: dict[str, Any] = field(default_factory=dict)
     on_file: Callable[[int, str], None] | None = None
     schema: Any = None
+    #: pyarrow's basename_template ("part-{i}.parquet", ``{i}`` the file's number in the
+    #: task) instead of the job- and attempt-unique names of file_name.
+    basename_template: str | None = None
     written: list[WrittenFile] = field(default_factory=list)
     _open: dict[str, _OpenFile] = field(default_factory=dict)
     _seq: int = 0
@@ -419,8 +436,9 @@ class StreamingWriter:
     def _file(self, directory: str, schema: Any) -> _OpenFile:
         current = self._open.get(directory)
         if current is None:
-            name = file_name(self.task_index, self.job_id, self.attempt, self.fmt, self._seq,
-                             self.unique)
+            name = self.basename_template.replace("{i}", str(self._seq)) if self.basename_template \
+                else file_name(self.task_index, self.job_id, self.attempt, self.fmt, self._seq,
+                               self.unique)
             relative = posixpath.join(directory, name) if directory else name
             if self.on_file is not None:
                 self.on_file(self._seq, relative)
