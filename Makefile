@@ -38,9 +38,12 @@ bench: setup
 	$(BIN)/python benchmarks/run_all.py
 
 # Every distribution's wheel in dist/ (docs/install.md: install them with --find-links dist/).
-wheels: setup
-	for d in core plugins/s3 plugins/azure plugins/gcs plugins/hdfs devtools; do \
-	  $(BIN)/python -m build --wheel --no-isolation --outdir dist $$d || exit 1; rm -rf $$d/build; done
+# Built in isolation by the pip of $(PYTHON) (pip fetches setuptools into a throwaway build
+# environment): no .venv, so no Ray, Spark or Dask to install for six pure-Python wheels.
+DISTRIBUTIONS := core plugins/s3 plugins/azure plugins/gcs plugins/hdfs devtools
+wheels:
+	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist $(addprefix ./,$(DISTRIBUTIONS))
+	rm -rf $(addsuffix /build,$(DISTRIBUTIONS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
