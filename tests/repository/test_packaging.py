@@ -156,3 +156,21 @@ def test_a_fresh_virtualenv_installs_from_the_wheelhouse_and_runs_a_job(wheelhou
     shown = subprocess.run([str(venv / "bin" / "outcommit"), "success", destination, "--json"],
                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert shown.returncode == 0 and json.loads(shown.stdout)["metrics"]["files.committed"] == 2
+
+
+#: "pip install" and then a distribution by its bare name: what PyPI would resolve.
+FROM_PYPI = re.compile(r"pip install (?:-\S+ )*['\"]?(outcommit(?:-[a-z0-9]+)?)\b(?![/\w])")
+OURS = {"outcommit", "outcommit-s3", "outcommit-azure", "outcommit-gcs", "outcommit-hdfs",
+        "outcommit-devtools"}
+
+
+def test_no_hint_installs_our_distributions_from_pypi_by_name() -> None:
+    """They are not on PyPI, and anyone could register the names: every hint in the code and
+    the docs installs from a wheelhouse (--find-links) or a checkout's directory."""
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for directory in DISTRIBUTIONS:
+        texts += sorted((ROOT / directory / "src").rglob("*.py"))
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for path in texts for number, line in enumerate(path.read_text().splitlines(), 1)
+             if any(m.group(1) in OURS for m in FROM_PYPI.finditer(line))]
+    assert found == [], "\n".join(found)

@@ -20,6 +20,7 @@ import pluggy
 from . import hookspecs
 from .contributions import Contribution, Merged, by_distribution, merge
 from .errors import PluginError, UnknownCommitterError, UnknownSchemeError
+from .install import install_command
 from .redaction import declare_secret_keys
 
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ class Registry:
                 hint = (f"its plugin, {dist}, is installed but failed to load (below): fix its "
                         "installation (a missing or incompatible requirement)")
             elif dist:
-                hint = f"install the plugin for it: pip install {dist}"
+                hint = f"install the plugin for it: {install_command(dist)}"
             else:
                 hint = "install a plugin that registers it (entry-point group 'outcommit')"
                 if self._load_failures:

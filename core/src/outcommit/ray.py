@@ -53,6 +53,7 @@ from .engine.tasks import AttemptResult, WriteSettings, job_messages, write_atte
 from .engine.writer import FORMATS
 from .errors import CommitError, ConfigError, InjectedFailure
 from .factory import create_committer, shared_store
+from .install import install_command
 from .success import SuccessData
 
 log = logging.getLogger("outcommit.ray")
@@ -314,6 +315,6 @@ def __getattr__(name: str) -> Any:
         try:
             return _datasink_class()
         except ImportError as exc:
-            raise ImportError(f"outcommit.ray needs Ray Data: pip install 'outcommit[ray]' ({exc})") \
-                from exc
+            raise ImportError(f"outcommit.ray needs Ray Data: {install_command('outcommit', 'ray')} "
+                              f"({exc})") from exc
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from outcommit.install import install_command
+
 DATES = [f"2026-11-{d:02d}" for d in range(1, 8)]
 KINDS = ["view", "click", "purchase", "signup", "logout"]
 COUNTRIES = ["DE", "FR", "US", "BR", "IN", "JP", "NG", "GB"]
@@ -196,7 +198,7 @@ def _embedded_server(kind: str) -> tuple[Any, str, dict[str, str], str]:
         return gcs, gcs.endpoint, gcs.config(), container
     except ImportError as exc:
         raise SystemExit(f"outcommit demo --store {kind} needs the outcommit-{kind} plugin with its "
-                         f"embedded server (in this repository: pip install -e 'plugins/{kind}[test]')."
+                         f"embedded server: {install_command(f'outcommit-{kind}', 'test')}."
                          f" ({exc})") from None
 
 
@@ -389,7 +391,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             import pyspark  # noqa: F401
         except ImportError:
-            print("outcommit demo: PySpark is not installed: pip install 'outcommit[spark]' "
+            print(f"outcommit demo: PySpark is not installed: {install_command('outcommit', 'spark')} "
                   "(or run: outcommit demo --engine local --store file)", file=sys.stderr)
             return 2
     say(f"starting the {args.store} store")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SparkVersionError
+from ..install import install_command
 from .options import DATA_SOURCE_OPTIONS, FAIL_TASK_ONCE_OPTION, WritePlan, build_plan, session_config
 
 SOURCE_NAME = "outcommit"
@@ -22,8 +23,8 @@ def _check_pyspark() -> str:
     try:
         import pyspark
     except ImportError:
-        raise SparkVersionError("outcommit.spark needs PySpark >= 4.0: pip install 'outcommit[spark]'") \
-            from None
+        raise SparkVersionError(
+            f"outcommit.spark needs PySpark >= 4.0: {install_command('outcommit', 'spark')}") from None
     version = getattr(pyspark, "__version__", "0")
     parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if parts < MIN_PYSPARK:

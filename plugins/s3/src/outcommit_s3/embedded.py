@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from outcommit.install import install_command
+
 DUMMY_KEY = "testing"
 DUMMY_SECRET = "testing"  # moto accepts any credentials; never a real secret
 REGION = "us-east-1"
@@ -91,8 +93,8 @@ def start_moto_server(buckets: Iterable[str] = (), port: int | None = None,
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as exc:
-        raise ImportError("the embedded S3 server needs moto: pip install 'outcommit-s3[embedded]'") \
-            from exc
+        raise ImportError(f"the embedded S3 server needs moto: "
+                          f"{install_command('outcommit-s3', 'embedded')}") from exc
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     chosen = port or free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=chosen, verbose=False)
