@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -83,17 +84,17 @@ def test_every_directly_imported_distribution_is_declared(directory: str) -> Non
 
 
 def _build_wheels(wheelhouse: Path) -> list[Path]:
+    """As ``make wheels``: ``pip wheel --no-deps`` in build isolation, nothing of this environment."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+                    str(wheelhouse), *(str(ROOT / d) for d in DISTRIBUTIONS)],
+                   check=True, capture_output=True, text=True, timeout=900)
     for directory in DISTRIBUTIONS:
-        subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-                        str(wheelhouse), str(ROOT / directory)],
-                       check=True, capture_output=True, text=True, timeout=300)
         shutil.rmtree(ROOT / directory / "build", ignore_errors=True)  # setuptools' scratch copy
     return sorted(wheelhouse.glob("*.whl"))
 
 
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("build")
     house = tmp_path_factory.mktemp("wheelhouse")
     _build_wheels(house)
     return house
@@ -120,42 +121,118 @@ def test_every_distribution_builds_a_wheel_with_its_entry_points(wheelhouse: Pat
             assert "[outcommit]" in entry_points, f"{name} registers no plugin"
 
 
-def test_a_fresh_virtualenv_installs_from_the_wheelhouse_and_runs_a_job(wheelhouse: Path,
-                                                                       tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    # As docs/install.md says: our wheels from the wheelhouse, their dependencies from the index.
+#: What a user installs (docs/install.md): the core with the local engine and every plugin.
+REQUIREMENTS = ["outcommit[engine]", "outcommit-s3", "outcommit-azure", "outcommit-gcs", "outcommit-hdfs"]
+#: pip's own words when it rejects candidates of a project (its resolver's reporter).
+BACKTRACKING = re.compile(r"pip is (still )?looking at multiple versions|This is taking longer than usual")
+FETCHED = re.compile(r"^\s*(?:Downloading|Using cached|Processing|File was already downloaded)\s+(\S+)",
+                     re.MULTILINE)
+
+
+def candidates_fetched(output: str) -> dict[str, set[str]]:
+    """Project -> the versions pip fetched (a wheel, an sdist or a wheel's metadata) to resolve."""
+    found: dict[str, set[str]] = {}
+    for match in FETCHED.finditer(output):
+        name = match.group(1).rsplit("/", 1)[-1].removesuffix(".metadata")
+        if name.endswith(".whl"):
+            project, version = name.split("-")[:2]
+        elif name.endswith((".tar.gz", ".zip")):
+            project, _, version = name.removesuffix(".tar.gz").removesuffix(".zip").rpartition("-")
+        else:
+            continue
+        found.setdefault(_normalise(project), set()).add(version)
+    return found
+
+
+@dataclass
+class Installed:
+    venv: Path
+    pip: str        # pip's version
+    output: str     # what pip install printed
+
+
+def _fresh_install(root: Path, newest_pip: bool, wheelhouse: Path) -> Installed:
+    """A fresh virtual environment (``python -m venv``: the pip the interpreter bundles, 23.2
+    here) or one with the newest pip, and ``pip install --find-links <wheelhouse>`` of
+    REQUIREMENTS: our wheels from the wheelhouse, their dependencies from the index."""
+    venv = root / ("newest-pip" if newest_pip else "bundled-pip")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    if newest_pip:
+        upgrade = subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
+                                 capture_output=True, text=True, timeout=300, env=_env())
+        assert upgrade.returncode == 0, upgrade.stderr[-3000:]
+    install = subprocess.run([python, "-m", "pip", "install", "--find-links", str(wheelhouse),
+                              *REQUIREMENTS], capture_output=True, text=True, timeout=1800, env=_env())
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    version = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True,
+                             check=True, env=_env()).stdout.split()[1]
+    return Installed(venv, version, install.stdout + install.stderr)
+
+
+def _env() -> dict[str, str]:
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PYTHONPATH", None)
-    upgrade = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
-                             capture_output=True, text=True, timeout=300, env=env)
-    assert upgrade.returncode == 0, upgrade.stderr[-3000:]
-    install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--find-links", str(wheelhouse),
-         "outcommit[engine]", "outcommit-s3"], capture_output=True, text=True, timeout=900, env=env)
-    assert install.returncode == 0, install.stderr[-3000:]
+    return env
+
+
+@pytest.fixture(scope="module", params=["bundled-pip", "newest-pip"])
+def installed(request: pytest.FixtureRequest, wheelhouse: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    return _fresh_install(tmp_path_factory.mktemp("venvs"), request.param == "newest-pip", wheelhouse)
+
+
+@pytest.mark.install
+def test_installing_from_the_wheelhouse_resolves_without_backtracking(installed: Installed) -> None:
+    """Each project is settled at its first or second candidate (a second: pip looked at the
+    newest before a narrower pin was known, as botocore's before aiobotocore's), and pip never
+    says it is looking at multiple versions. Declaring boto3 beside s3fs made the newest pip
+    walk down 20 boto3 releases, and a fresh venv's pip 23.2 give up (ResolutionImpossible)."""
+    assert not BACKTRACKING.search(installed.output), installed.output[-4000:]
+    tried = {project: sorted(versions) for project, versions in candidates_fetched(installed.output).items()
+             if len(versions) > 2}
+    assert tried == {}, f"pip {installed.pip} tried many versions of: {tried}"
+    assert "outcommit-s3" in installed.output and "Successfully installed" in installed.output
+
+
+@pytest.mark.install
+def test_the_installed_wheels_run_a_job_and_their_hints_name_the_wheelhouse(installed: Installed,
+                                                                         tmp_path: Path) -> None:
+    venv, env = installed.venv, _env()
+    python = str(venv / "bin" / "python")
     plugins = subprocess.run([str(venv / "bin" / "outcommit"), "plugins", "--json"],
                              capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert plugins.returncode == 0, plugins.stderr
     found = {p["name"]: p for p in json.loads(plugins.stdout)}
-    assert "s3" in found["s3"]["schemes"] and found["s3"]["error"] is None
-    assert "azure" not in found                      # only what was installed
-    job = ("import pyarrow as pa, outcommit\n"
-           "from outcommit.engine.local import LocalDriver\n"
-           "import sys\n"
-           "r = LocalDriver(sys.argv[1], partition_by=['d']).run("
-           "[pa.table({'id': [1, 2], 'd': ['x', 'y']})])\n"
-           "print(outcommit.__file__, r.committer, r.files)\n")
+    for name, scheme in [("s3", "s3"), ("azure", "abfs"), ("gcs", "gs"), ("hdfs", "hdfs")]:
+        assert scheme in found[name]["schemes"] and found[name]["error"] is None, found[name]
+    assert "devtools" not in found                      # only what was installed
+    job = ("import pyarrow as pa, outcommit, sys\n"
+           "r = outcommit.write_dataset(pa.table({'id': [1, 2], 'd': ['x', 'y']}), sys.argv[1], "
+           "partitioning=['d'])\n"
+           "from outcommit.install import install_command\n"
+           "print(outcommit.__file__, r.committer, r.files, install_command('outcommit-gcs'), sep='|')\n")
     destination = f"file://{tmp_path}/out dir"
-    ran = subprocess.run([str(python), "-c", job, destination], capture_output=True, text=True,
+    ran = subprocess.run([python, "-c", job, destination], capture_output=True, text=True,
                          timeout=300, env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    where, committer, files = ran.stdout.split()
+    where, committer, files, hint = ran.stdout.strip().split("|")
     assert str(venv) in where and (committer, files) == ("v1", "2")   # the wheel, not the checkout
+    # Installed from a wheelhouse, pip records no origin: the hint names a wheelhouse.
+    assert hint.startswith("pip install --find-links WHEELHOUSE 'outcommit-gcs'"), hint
     shown = subprocess.run([str(venv / "bin" / "outcommit"), "success", destination, "--json"],
                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert shown.returncode == 0 and json.loads(shown.stdout)["metrics"]["files.committed"] == 2
+
+
+def test_make_wheels_needs_no_development_environment() -> None:
+    """The Makefile's wheels target: no setup prerequisite (the .venv with Ray, Spark, Dask),
+    and builds in isolation (no --no-isolation, which would need setuptools in .venv)."""
+    makefile = (ROOT / "Makefile").read_text()
+    target = re.search(r"^wheels:(.*)\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert target, "no wheels target"
+    assert target.group(1).strip() == "" and "$(BIN)" not in target.group(2), target.group(0)
+    assert "pip wheel" in target.group(2) and "--no-isolation" not in target.group(2)
 
 
 #: "pip install" and then a distribution by its bare name: what PyPI would resolve.
