@@ -12,6 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: PySpark blocks that tests/core/spark/test_spark_docs.py runs on the test cluster's session.
+RUN_IN_SPARK_TESTS = frozenset({
+    "README.md: import outcommit.spark",
+    "docs/pyspark.md: from pyspark.sql import SparkSession",
+    'docs/pyspark.md: df.write.format("outcommit").mode("append").option("conflictMode", "fail").save(url)',
+})
 BLOCK = re.compile(r"^```python\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
 
 

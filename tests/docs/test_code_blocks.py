@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import outcommit
-from docblocks import blocks
+from docblocks import RUN_IN_SPARK_TESTS, blocks
 
 
 @dataclass(frozen=True)
@@ -94,15 +94,13 @@ ELSEWHERE: dict[str, str] = {
     "docs/plugins.md: # file: src/outcommit_dirstore/__init__.py": "tests/docs/test_plugin_from_docs.py",
     "docs/plugins.md: # file: tests/test_dirstore.py": "tests/docs/test_plugin_from_docs.py",
     "docs/streaming.md: import duckdb": "tests/core/streaming/test_streaming_sink.py (the DuckDB recipe)",
+    **{name: "tests/core/spark/test_spark_docs.py" for name in RUN_IN_SPARK_TESTS},
 }
 
-#: Blocks that touch a store but need an engine's cluster or server this module does not
-#: start (Spark, Spark Connect, Ray): not run as written yet.
+#: Blocks that touch a store but need what no test here starts for them (a streaming query's
+#: destination, a Spark Connect server at the page's address, a Ray cluster): not run as
+#: written yet.
 NOT_RUN: dict[str, str] = {
-    "README.md: import outcommit.spark": "a Spark session",
-    "docs/pyspark.md: from pyspark.sql import SparkSession": "a Spark session",
-    'docs/pyspark.md: df.write.format("outcommit").mode("append").option("conflictMode", "fail").save(url)':
-        "a Spark session",
     'docs/pyspark.md: spark = SparkSession.builder.remote("sc://spark-connect.internal:15002").getOrCreate()':
         "a Spark Connect server",
     "docs/streaming.md: import outcommit.spark": "a streaming Spark session",
