@@ -50,7 +50,9 @@ def polars_frame() -> Any:
 
 
 def pandas_frame() -> Any:
-    pytest.importorskip("pandas")
+    pandas = pytest.importorskip("pandas")
+    if not hasattr(pandas.DataFrame, "__arrow_c_stream__"):
+        pytest.skip("pandas < 2.2 exports no Arrow stream")
     return table().to_pandas()
 
 
