@@ -23,6 +23,13 @@ pooled, so the proxy adds one loopback hop and no connection set-up per request.
         ... point the client at proxy.url ...
 
 Standalone: ``python -m outcommit_devtools.faultproxy --upstream URL --delay-ms 30``.
+
+With ``trace=True`` (``--trace``) it also records each request's arrival and answer in
+its own event order, phases marked by ``PUT /__outcommit/phase/NAME`` (answered by the
+proxy itself, never forwarded), and counts the requests a job made one after another
+(:func:`critical_path`, whose docstring says how and why). ``GET /__outcommit/trace``
+answers the recording as JSON (``?reset=1``: and starts a new one), so a proxy in its own
+process serves every client process (Spark workers included) and the benchmark reads it.
 """
 
 from __future__ import annotations
@@ -37,13 +44,20 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 ActionKind = Literal["respond", "reset", "drop-response", "stall", "delay"]
+DelayMode = Literal["added", "floor"]
+
+#: A request to this path marks a phase (``PUT /__outcommit/phase/NAME``); not an S3, Azure
+#: or GCS path (no bucket, account or API is named ``__outcommit``).
+PHASE_PATH = "/__outcommit/phase/"
+#: ``GET`` answers the recording as JSON; ``?reset=1`` starts a new one.
+TRACE_PATH = "/__outcommit/trace"
 
 # Headers that describe one connection, not the message: never relayed.
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
@@ -157,6 +171,169 @@ class Rule:
         return f"{self.name}: {what or 'any request'} -> {self.action.describe()} {count}{skip}"
 
 
+# -- the recording and the critical path ----------------------------------------------------
+@dataclass
+class TracedRequest:
+    """One request as the proxy saw it; ``arrived``/``answered`` are event numbers of one
+    counter (the proxy's own order of events, not wall time). ``answered`` is -1 while in
+    flight; a request the proxy reset is answered when it reset it (status 0)."""
+
+    index: int
+    method: str
+    path: str
+    query: str
+    client: str
+    arrived: int
+    phase: str = ""
+    answered: int = -1
+    status: int = 0
+
+    def describe(self) -> str:
+        return f"{self.method} {self.path}{'?' + self.query if self.query else ''}"
+
+
+class Trace:
+    """Arrivals, answers and phase marks of the requests through a proxy, in event order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests: list[TracedRequest] = []
+            self.phases: list[tuple[str, int]] = []
+            self._events = 0
+            self._phase = ""
+
+    def _next(self) -> int:
+        self._events += 1
+        return self._events
+
+    def arrive(self, method: str, path: str, query: str, client: str) -> TracedRequest:
+        with self._lock:
+            request = TracedRequest(len(self.requests), method, path, query, client,
+                                    arrived=self._next(), phase=self._phase)
+            self.requests.append(request)
+            return request
+
+    def answer(self, request: TracedRequest, status: int) -> None:
+        with self._lock:
+            if request.answered < 0:
+                request.answered, request.status = self._next(), status
+
+    def mark(self, phase: str) -> None:
+        """Requests arriving from now on belong to ``phase``."""
+        with self._lock:
+            self.phases.append((phase, self._next()))
+            self._phase = phase
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            return {"phases": [list(p) for p in self.phases],
+                    "requests": [[r.index, r.method, r.path, r.query, r.client, r.arrived, r.phase,
+                                  r.answered, r.status] for r in self.requests]}
+
+    @staticmethod
+    def requests_of(data: Mapping[str, Any]) -> list[TracedRequest]:
+        """The requests of a :meth:`to_json` recording (a proxy in another process)."""
+        return [TracedRequest(*row) for row in data["requests"]]
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The longest chain of requests that waited for one another, per phase.
+
+    ``by_phase``: each marked phase's own longest chain, in the order the phases were
+    marked (a phase with no request counts 0); ``length`` their sum (phases follow one
+    another: a mark is sent between calls that return before the next begins).
+    ``chain``: one longest chain per phase, concatenated, first request first.
+    ``peak_in_flight``: the most requests the proxy held at once (event order).
+    """
+
+    length: int
+    by_phase: dict[str, int]
+    chain: tuple[TracedRequest, ...]
+    requests: int
+    peak_in_flight: int
+
+
+def critical_path(requests: Sequence[TracedRequest],
+                  phases: Sequence[str] = ()) -> CriticalPath:
+    """Count the round trips a job made in sequence: its longest happens-before chain.
+
+    **Method.** Request B *follows* A if B arrived after A's answer left the proxy (event
+    order, one counter for both). That is necessary for B to depend on A: a client cannot
+    act on an answer it has not had. So a chain of requests each following the one before
+    is a sequence the client *may* have waited through, and its longest length is an upper
+    bound of the true critical path (the depth of the client's real dependencies between
+    requests). Computed in one pass: a request's depth is 1 + the deepest request of its
+    phase answered before it arrived (Lamport's clock over arrival and answer events).
+
+    **Why it is faithful, and when.** The bound over-counts only where independent
+    requests happened to follow one another in time: B did not wait for A but arrived
+    after A's answer anyway. The proxy keeps that from happening with its delay: holding
+    every answer ``delay_ms`` (in ``floor`` mode: ``delay_ms`` after the request's arrival,
+    the server working meanwhile, so a busy emulator does not spread the answers of one
+    round), requests a client sends together overlap as long as it issues them within
+    ``delay_ms`` of one another. Measure with a delay much larger than the client's CPU
+    per request times its fan-out (1-2 ms x 64 threads here) and the server's time per
+    round; a count that stays the same at two delays has no spurious link
+    (``benchmarks/critical_path.py --check-delay-ms``). A count, not a timing: with that
+    margin it does not depend on the machine's speed.
+
+    **Why not per connection or per thread.** HTTP/1.1 connections are pooled: one
+    connection carries unrelated threads' requests one after another (a chain per
+    connection would link them), and one thread's requests take any free connection. The
+    proxy sees neither threads nor processes (Spark's Python workers, Ray's, Dask's), and
+    the joins between them (a driver waiting for its tasks) are exactly what a job's
+    critical path is made of: the answer-then-arrival order captures them all.
+
+    **Phases.** A phase mark (``PUT /__outcommit/phase/NAME``, sent by the one client
+    that drives the job between calls that have returned) is a join point: nothing after
+    it can be waited for by anything before. Each phase's chain is counted on its own
+    requests; ``phases`` lists the phases to report (those marked are always reported).
+    """
+    depth: dict[int, int] = {}
+    parent: dict[int, int | None] = {}
+    best: dict[str, tuple[int, int | None]] = {}  # phase -> (depth, its request) answered so far
+    events: list[tuple[int, int, TracedRequest]] = []
+    for request in requests:
+        events.append((request.arrived, 0, request))
+        if request.answered >= 0:
+            events.append((request.answered, 1, request))
+    events.sort(key=lambda e: (e[0], e[1]))
+    in_flight = peak = 0
+    for _, is_answer, request in events:
+        if not is_answer:
+            so_far, before = best.get(request.phase, (0, None))
+            depth[request.index], parent[request.index] = so_far + 1, before
+            in_flight += 1
+            peak = max(peak, in_flight)
+        else:
+            in_flight -= 1
+            if depth[request.index] > best.get(request.phase, (0, None))[0]:
+                best[request.phase] = (depth[request.index], request.index)
+    # A request never answered (the client gave up) still made its phase wait for it.
+    for request in requests:
+        if request.answered < 0 and depth[request.index] > best.get(request.phase, (0, None))[0]:
+            best[request.phase] = (depth[request.index], request.index)
+    by_index = {r.index: r for r in requests}
+    names = list(dict.fromkeys([*phases, *(r.phase for r in requests)]))
+    by_phase: dict[str, int] = {}
+    chain: list[TracedRequest] = []
+    for name in names:
+        length, last = best.get(name, (0, None))
+        by_phase[name] = length
+        links: list[TracedRequest] = []
+        while last is not None:
+            links.append(by_index[last])
+            last = parent[last]
+        chain.extend(reversed(links))
+    return CriticalPath(length=sum(by_phase.values()), by_phase=by_phase, chain=tuple(chain),
+                        requests=len(requests), peak_in_flight=peak)
+
+
 class _UpstreamPool:
     """Keep-alive connections to the server, reused across client connections.
 
@@ -204,12 +381,20 @@ class FaultProxy:
     """A reverse proxy on 127.0.0.1 in front of ``upstream`` (``http://host:port``)."""
 
     def __init__(self, upstream: str, delay_ms: float = 0.0, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, delay_mode: DelayMode = "added", trace: bool = False) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or not parts.hostname or not parts.port:
             raise ValueError(f"upstream must be http://host:port, got {upstream!r}")
+        if delay_mode not in ("added", "floor"):
+            raise ValueError(f"delay_mode must be 'added' or 'floor', got {delay_mode!r}")
         self.upstream = f"http://{parts.hostname}:{parts.port}"
         self.delay_ms = float(delay_ms)
+        #: ``added``: hold each request ``delay_ms``, then forward it (latency on top of the
+        #: server's time). ``floor``: forward at once, answer no earlier than ``delay_ms``
+        #: after the request arrived (the server's time hidden under the latency, as a
+        #: real store's service time is part of its round trip).
+        self.delay_mode: DelayMode = delay_mode
+        self.trace: Trace | None = Trace() if trace else None
         self.rules: list[Rule] = []
         self.requests = 0
         self.upstream_errors: list[str] = []
@@ -246,8 +431,11 @@ class FaultProxy:
 
     def describe(self) -> str:
         """One line with every setting that changes what a client measures."""
-        return (f"fault proxy {self.url} -> {self.upstream}, added latency {self.delay_ms:g} ms "
-                f"per request, {len(self.rules)} fault rule(s)")
+        latency = (f"added latency {self.delay_ms:g} ms per request" if self.delay_mode == "added"
+                   else f"latency floor {self.delay_ms:g} ms per request (the server's time within it)")
+        traced = ", tracing arrivals and answers" if self.trace is not None else ""
+        return (f"fault proxy {self.url} -> {self.upstream}, {latency}, {len(self.rules)} fault "
+                f"rule(s){traced}")
 
     # -- rules -------------------------------------------------------------------------
     def add(self, rule: Rule) -> Rule:
@@ -382,6 +570,7 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
         # Headers and body leave in one write, never held back by Nagle + delayed ACK
         # (40 ms per response otherwise: more than the latency a benchmark adds).
         disable_nagle_algorithm = True
+        traced: TracedRequest | None = None
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the proxy's clients log what matters."""
@@ -389,15 +578,47 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
         def _proxy(self) -> None:
             body = _read_body(self)
             path, _, query = self.path.partition("?")
+            self.traced = None  # one handler serves a keep-alive connection's requests in turn
+            if path.startswith("/__outcommit/"):
+                self._own(path, query)
+                return
+            arrived = time.monotonic()
+            if proxy.trace is not None:
+                client = f"{self.client_address[0]}:{self.client_address[1]}"
+                self.traced = proxy.trace.arrive(self.command, path, query, client)
+            try:
+                self._relay(body, path, query, arrived)
+            finally:
+                if self.traced is not None and proxy.trace is not None:
+                    proxy.trace.answer(self.traced, 0)  # no answer sent (reset): ends here
+
+        def _own(self, path: str, query: str) -> None:
+            """The proxy's own endpoints: phase marks and the recording (never forwarded)."""
+            if proxy.trace is None:
+                self._answer(404, "", [("Content-Type", "text/plain")],
+                             b"this proxy does not trace: start it with trace=True (--trace)")
+            elif path.startswith(PHASE_PATH) and len(path) > len(PHASE_PATH):
+                proxy.trace.mark(unquote(path[len(PHASE_PATH):]))
+                self._answer(200, "", [("Content-Type", "text/plain")], b"")
+            elif path == TRACE_PATH:
+                data = json.dumps(proxy.trace.to_json()).encode()
+                if "reset=1" in query.split("&"):
+                    proxy.trace.reset()
+                self._answer(200, "", [("Content-Type", "application/json")], data)
+            else:
+                self._answer(404, "", [("Content-Type", "text/plain")], b"unknown proxy endpoint")
+
+        def _relay(self, body: bytes, path: str, query: str, arrived: float) -> None:
             action = proxy.pick(self.command, path, query, self.headers)
-            if proxy.delay_ms:
+            if proxy.delay_ms and proxy.delay_mode == "added":
                 time.sleep(proxy.delay_ms / 1000.0)  # the configured latency, not synchronisation
             if action is not None and action.kind in ("stall", "delay"):
                 time.sleep(action.seconds)
             if action is not None and action.kind in ("reset", "stall"):
-                _abort_connection(self)
+                self._give_up()
                 return
             if action is not None and action.kind == "respond":
+                self._hold(arrived)
                 self._answer(action.status, "", list(action.headers), action.body)
                 return
             headers = [(k, v) for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP]
@@ -407,15 +628,34 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 status, reason, out_headers, data = proxy.forward(self.command, self.path, headers, body)
             except (OSError, http.client.HTTPException) as exc:
                 proxy.note_upstream_error(self.command, self.path, exc)
-                _abort_connection(self)  # the server is gone: so is the answer
+                self._give_up()  # the server is gone: so is the answer
                 return
+            self._hold(arrived)
             if action is not None and action.kind == "drop-response":
-                _abort_connection(self)
+                self._give_up()
                 return
             self._answer(status, reason, out_headers, data)
 
+        def _give_up(self) -> None:
+            """Reset the client's connection, recorded first (as an answer: the client's
+            retry follows it)."""
+            if self.traced is not None and proxy.trace is not None:
+                proxy.trace.answer(self.traced, 0)
+            _abort_connection(self)
+
+        def _hold(self, arrived: float) -> None:
+            """``floor`` mode: the answer leaves no earlier than ``delay_ms`` after arrival."""
+            if proxy.delay_mode == "floor" and proxy.delay_ms:
+                left = arrived + proxy.delay_ms / 1000.0 - time.monotonic()
+                if left > 0:
+                    time.sleep(left)  # the configured latency, not synchronisation
+
         def _answer(self, status: int, reason: str, headers: list[tuple[str, str]],
                     data: bytes) -> None:
+            if self.traced is not None and proxy.trace is not None:
+                # Recorded before it is written: a request that waited for this answer
+                # always arrives after it in the recording (never counted as overlapping).
+                proxy.trace.answer(self.traced, status)
             self.send_response_only(status, reason or None)
             head = self.command == "HEAD"
             for name, value in headers:
@@ -443,9 +683,15 @@ def main(argv: list[str] | None = None, serve: Callable[[FaultProxy], None] | No
         description="Loopback HTTP proxy adding a fixed latency (and faults) in front of a server")
     parser.add_argument("--upstream", required=True, help="http://host:port of the server")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="added latency per request")
+    parser.add_argument("--delay-mode", choices=("added", "floor"), default="added",
+                        help="added: the delay before forwarding; floor: answer no earlier than the "
+                             "delay after arrival, the server working meanwhile")
+    parser.add_argument("--trace", action="store_true",
+                        help=f"record arrivals and answers (GET {TRACE_PATH}; phases: PUT {PHASE_PATH}NAME)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free)")
     args = parser.parse_args(argv)
-    proxy = FaultProxy(args.upstream, delay_ms=args.delay_ms, port=args.port).start()
+    proxy = FaultProxy(args.upstream, delay_ms=args.delay_ms, port=args.port,
+                       delay_mode=args.delay_mode, trace=args.trace).start()
     print(proxy.describe(), flush=True)
     try:
         if serve is not None:
