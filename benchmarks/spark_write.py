@@ -119,9 +119,11 @@ def wait_port(port: int, process: subprocess.Popen[Any]) -> None:
 
 
 @contextlib.contextmanager
-def moto_behind_proxy(delay_ms: float) -> Iterator[tuple[str, str, str]]:
+def moto_behind_proxy(delay_ms: float, delay_mode: str = "added",
+                      trace: bool = False) -> Iterator[tuple[str, str, str]]:
     """A counting moto server and a latency proxy in front of it, each in its own process,
-    with the benchmark bucket: yields (moto URL, proxy URL, the proxy's description line)."""
+    with the benchmark bucket: yields (moto URL, proxy URL, the proxy's description line).
+    ``delay_mode``/``trace``: the proxy's (``outcommit_devtools.faultproxy``)."""
     from outcommit_s3.embedded import EmbeddedS3, free_port
 
     moto_port = free_port()
@@ -133,7 +135,8 @@ def moto_behind_proxy(delay_ms: float) -> Iterator[tuple[str, str, str]]:
         moto_url = f"http://127.0.0.1:{moto_port}"
         proxy_port = free_port()
         proxy = subprocess.Popen([sys.executable, "-m", "outcommit_devtools.faultproxy", "--upstream",
-                                  moto_url, "--delay-ms", str(delay_ms), "--port", str(proxy_port)],
+                                  moto_url, "--delay-ms", str(delay_ms), "--port", str(proxy_port),
+                                  "--delay-mode", delay_mode, *(["--trace"] if trace else [])],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert proxy.stdout is not None
         proxy_line = proxy.stdout.readline().strip()

@@ -111,3 +111,75 @@ def test_spark_task_memory_benchmark_runs() -> None:
     pytest.importorskip("pyspark")  # the minimum-versions environment has no Spark
     out = run("spark_task_memory.py", "--rows", "1000,2000", "--pad", "4")
     assert "worker peak RSS" in out and "Arrow size x2.0" in out
+
+
+def by_operation(line: str) -> dict[str, int]:
+    """A peers.py row's requests by operation ("PutObject 3, UploadPart 3 (runs ...)")."""
+    detail = line.split("rows ok", 1)[1].rsplit(" (runs", 1)[0]
+    return {name: int(count) for name, count in (item.strip().rsplit(" ", 1) for item in detail.split(","))}
+
+
+@pytest.mark.s3
+def test_peers_benchmark_counts_requests_and_reads_rows_back() -> None:
+    pytest.importorskip("polars")
+    pytest.importorskip("deltalake")
+    out = run("peers.py", "--ci", "--rounds", "1", "--delay-ms", "1", "--jobs", "whole,tasks",
+              "--systems", "polars,deltalake,dataset,local,api")
+    assert "added latency 1 ms per request" in out
+    # Every output read back: its rows and the sum of their ids are the input's.
+    rows = [line for line in out.splitlines() if "rows ok" in line]
+    assert "WRONG" not in out and len(rows) == 8, out
+    polars, delta, dataset, local, api, dataset_tasks, local_tasks, api_tasks = map(by_operation, rows)
+    # One table of 3 days: Polars one PUT per file, Arrow three (its multipart).
+    assert polars == {"PutObject": 3}
+    assert dataset == {"CreateMultipartUpload": 3, "UploadPart": 3, "CompleteMultipartUpload": 3}
+    assert delta["PutObject"] >= 4  # its 3 files and its log entry (the rest is delta-rs's)
+    # outcommit's magic: per file a create, a part and a completion; per job a constant:
+    # the marker (PUT, HEAD at the task's and job's checks, DELETE), the commit record,
+    # _SUCCESS, the pendingset (+ the API task's claim), the sweep, the state's listings
+    # and deletion. The job directory's listing is sent twice now and then on a loaded
+    # machine (a retried request, counted at the server): 2 or 3.
+    job = {"HeadObject": 2, "DeleteObject": 1, "ListMultipartUploads": 1, "DeleteObjects": 1}
+    for counted, puts, files in ((local, 4, 3), (api, 5, 3), (local_tasks, 5, 6), (api_tasks, 7, 6)):
+        assert counted.pop("List") in (2, 3), counted
+        heads = job["HeadObject"] + (files // 3 - 1)  # one more job check per task
+        assert counted == {**job, "HeadObject": heads, "PutObject": puts, "CreateMultipartUpload": files,
+                           "UploadPart": files, "CompleteMultipartUpload": files}, counted
+    assert dataset_tasks == {"CreateMultipartUpload": 6, "UploadPart": 6, "CompleteMultipartUpload": 6}
+    assert "local / deltalake:" in out and "local / dataset:" in out and "api / dataset:" in out
+
+
+@pytest.mark.s3
+def test_critical_path_benchmark_pins_the_sequential_round_trips() -> None:
+    out = run("critical_path.py", "--engines", "api,local", "--files", "1,7", "--delay-ms", "200",
+              "--rows", "1600")
+    cells = {tuple(line.split()[:3]): line.split() for line in out.splitlines()
+             if line.startswith(("api ", "local "))}
+    assert len(cells) == 12, out
+    for (engine, committer, files), cell in cells.items():
+        # (setup, data, task, job). The local engine's task sends no claim (the driver
+        # receives its message): one round trip less than the committer API's tasks.
+        serial, kinds = int(cell[5]), tuple(int(v) for v in cell[6:10])
+        expected = 11 if engine == "api" else 10
+        assert serial == expected == sum(kinds), (engine, committer, files, cell)
+        assert kinds[0] == 1 and kinds[3] >= 4, cell
+    # The committer API's phases, marked between its calls: exact. The magic committer
+    # creates its uploads while writing (1) and waits for its parts in task commit; the
+    # staging committers upload everything in task commit (create, part, pendingset,
+    # claim, job check); job commit: check and record, completions, sweep, _SUCCESS, cleanup.
+    magic = " ".join(cells[("api", "magic", "7")][10:])
+    assert "setup 1, writes 1, task commit 4, job commit 5" in magic
+    for committer in ("directory", "partitioned"):
+        assert "setup 1, task commit 5, job commit 5" in " ".join(cells[("api", committer, "7")][10:])
+
+
+@pytest.mark.s3
+def test_client_cpu_benchmark_runs_every_path() -> None:
+    out = run("client_cpu.py", "--requests", "10", "--profile", "3", "--commit-files", "16")
+    rows = [line.split() for line in out.splitlines() if line.startswith("  ") and len(line.split()) == 6]
+    paths = [r[0] for r in rows if r[0] in ("store", "boto3", "trimmed", "resigned", "crt-sign",
+                                             "crt-http", "floor")]
+    assert paths == ["store", "boto3", "trimmed", "resigned", "crt-sign", "crt-http", "floor"] or \
+        "awscrt not installed" in out, out
+    assert "profile of the store path, CompleteMultipartUpload (10 requests" in out
+    assert "job commit of a magic job of 16 files" in out

@@ -10,6 +10,7 @@ import http.client
 import itertools
 import json
 import threading
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -308,3 +309,36 @@ def test_floor_mode_forwards_and_answers_as_the_server(proxy: tuple[FaultProxy, 
         assert recorded(floor).length == 1
     with pytest.raises(ValueError, match="delay_mode"):
         FaultProxy(f"http://{host!s}:{port}", delay_mode="sometimes")  # type: ignore[arg-type]
+
+
+@pytest.mark.s3
+def test_the_proxy_and_the_cost_model_count_a_job_commit_alike(s3_server: Any) -> None:
+    """Two independent counts of the same job commit's round trips in sequence: the
+    proxy's (arrivals and answers of real requests) and the cost model's (a virtual clock
+    that follows the committer's threads: one request = one unit)."""
+    import outcommit
+    from outcommit_devtools.costmodel import CostModel, metered_job_commit
+
+    with FaultProxy(s3_server.endpoint_url, delay_ms=200, delay_mode="floor", trace=True) as floor:
+        config = {**s3_server.config, "outcommit.s3.endpoint": floor.url,
+                  "outcommit.committer.threads": "8"}
+        url = f"s3://outcommit-test/critical-{uuid.uuid4().hex}"
+        committer = outcommit.create_committer(url, config, "magic")
+        job = outcommit.JobContext(url, config=committer.config)
+        committer.setup_job(job)
+        messages = []
+        for index in range(2):
+            task = job.task_attempt(index)
+            committer.setup_task(task)
+            fs, base = committer.filesystem(task), committer.work_path(task)
+            for n in range(3):
+                fs.pipe_file(f"{base}/day={n}/part-{index}.parquet", b"x" * 100)
+            messages.append(committer.commit_task(task))
+        assert request(floor, "PUT", PHASE_PATH + "job%20commit")[0] == 200
+        meter = metered_job_commit(committer, job, messages, CostModel(request_latency=1.0, connections=8))
+        _, body = request(floor, "GET", TRACE_PATH)
+    path = critical_path(Trace.requests_of(json.loads(body)))
+    # Check beside the record, completions (6 on 8 threads) beside the marker's deletion and
+    # the state's listing, the sweep, _SUCCESS, the state's deletion beside a listing: 5.
+    # (The model also prices the bodies' bytes: microseconds here.)
+    assert path.by_phase["job commit"] == round(meter.modelled_seconds, 3) == 5
