@@ -1,8 +1,8 @@
 """The round trips a job makes one after another, per engine, committer and size (issue 30).
 
-    python benchmarks/critical_path.py [--engines api,local,spark,ray,dask]
+    python benchmarks/critical_path.py [--engines api,local,spark,ray,dask,polars,deltalake,dataset]
         [--committers magic,directory,partitioned] [--files 1,7,56,1000] [--delay-ms 300]
-        [--check-delay-ms 600] [--rows 160000]
+        [--large-delay-ms 1000] [--check-delay-ms 600] [--rows 160000]
 
 Every request of a job goes through the project's proxy (``outcommit_devtools.faultproxy``,
 its own process, in front of a counting moto server in another) in ``floor`` mode: no
@@ -22,6 +22,9 @@ phases overlap (a task commits while the next writes), the chain's requests are
 attributed by what they are: ``setup`` (the job marker's PUT), ``data`` (multipart
 creates and parts: the writes of ``magic``, the uploads of the staging committers' task
 commit), ``task`` (pendingset, claim, the task's job check), ``job`` (the rest).
+
+The peers (``--engines polars,deltalake,dataset``: ``peers.py``'s writers; Polars and
+deltalake at the one-task sizes) run through the same proxy, for their counts beside these.
 
 ``--check-delay-ms``: run every cell again at a second delay and print both counts: a
 count that changes with the delay has a link that was only a coincidence of timing.
@@ -45,13 +48,28 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from outcommit_devtools.faultproxy import PHASE_PATH, TRACE_PATH, Trace, TracedRequest, critical_path
-from peers import ROWS, Context, Job, make_tables, spark_frame, spark_session, write_api, write_spark
+from peers import (
+    ROWS,
+    WHOLE_ONLY,
+    WRITERS,
+    Context,
+    Job,
+    make_tables,
+    spark_frame,
+    spark_session,
+    write_api,
+    write_spark,
+)
 from spark_write import moto_behind_proxy, take_counts
 
-ENGINES = ("api", "local", "spark", "ray", "dask")
+ENGINES = ("api", "local", "spark", "ray", "dask", "polars", "deltalake", "dataset")
+#: The peers of ``peers.py``, for their round trips beside outcommit's (no committer;
+#: Polars and deltalake write a whole table: the one-task sizes only).
+PEERS = ("polars", "deltalake", "dataset")
 COMMITTERS = ("magic", "directory", "partitioned")
 SIZES = {1: (1, 1), 7: (1, 7), 56: (8, 7), 1000: (8, 125)}
 KINDS = ("setup", "data", "task", "job")
+LARGE = 1000
 
 
 def mark_phase(proxy_url: str, name: str) -> None:
@@ -121,7 +139,9 @@ class Engines:
 def run_engine(engine: str, engines: Engines, ctx: Context, key: str, committer: str,
                mark: Callable[[str], None]) -> None:
     url = ctx.url(key)
-    if engine == "api":
+    if engine in PEERS:
+        WRITERS[engine](ctx, key)
+    elif engine == "api":
         write_api(ctx, key, mark=mark, committer_name=committer)
     elif engine == "local":
         from outcommit.engine.local import LocalDriver
@@ -182,7 +202,7 @@ def measure(engine: str, engines: Engines, ctx: Context, committer: str, moto_ur
         phases[name.split("#")[0] or "job"] += length
     cell = Cell(engine, committer, ctx.job.files, len(requests), counted.get("CompleteMultipartUpload", 0),
                 path.peak_in_flight, path.length, attribute(path.chain), dict(phases), wall)
-    if cell.completions != ctx.job.files:
+    if engine not in PEERS and cell.completions != ctx.job.files:
         raise SystemExit(f"{engine}/{committer}: {cell.completions} uploads completed, "
                          f"expected {ctx.job.files} files")
     return cell
@@ -194,56 +214,83 @@ def traced_server(delay_ms: float) -> Iterator[tuple[str, str, str]]:
         yield servers
 
 
-def run(args: argparse.Namespace, delay_ms: float, engines_list: list[str], committers: list[str],
-        sizes: list[int]) -> list[Cell]:
-    cells = []
-    with contextlib.ExitStack() as stack:
-        moto_url, proxy_url, proxy_line = stack.enter_context(traced_server(delay_ms))
-        from outcommit_s3.embedded import EmbeddedS3
+def delay_for(files: int, delay_ms: float, large_delay_ms: float) -> float:
+    """The delay of a size: a job of 1,000 files runs rounds of 64 completions, which
+    the emulator serves in about half a second: the floor must cover that."""
+    return large_delay_ms if files >= LARGE else delay_ms
 
-        config = dict(EmbeddedS3(endpoint_url=proxy_url, server=None).config)
-        engines = Engines(stack)
-        print(f"# {proxy_line}; moto (own process) at {moto_url}", flush=True)
-        for files in sizes:
-            tasks, days = SIZES[files]
-            tables = make_tables(args.rows, tasks, days)
-            job = Job(f"{files}", tasks, days)
-            for engine in engines_list:
-                frame = spark_frame(engines.spark_session(), tables) if engine == "spark" else None
-                ctx = Context(proxy_url, config, tables, job, args.workers, spark_df=frame)
-                for committer in committers:
-                    if engine != "api":  # warm: the engine's workers, imports, connections
-                        run_engine(engine, engines, ctx, f"warm-{uuid.uuid4().hex[:8]}", committer,
-                                   lambda _: None)
-                    cell = measure(engine, engines, ctx, committer, moto_url, proxy_url)
-                    cells.append(cell)
-                    print_cell(cell, delay_ms)
-                if frame is not None:
-                    frame.unpersist()
+
+def run(args: argparse.Namespace, engines: Engines, delays: tuple[float, float], engines_list: list[str],
+        committers: list[str], sizes: list[int]) -> list[Cell]:
+    cells = []
+    by_delay: dict[float, list[int]] = {}
+    for files in sizes:
+        by_delay.setdefault(delay_for(files, *delays), []).append(files)
+    for delay_ms, group in by_delay.items():
+        with traced_server(delay_ms) as (moto_url, proxy_url, proxy_line):
+            from outcommit_s3.embedded import EmbeddedS3
+
+            config = dict(EmbeddedS3(endpoint_url=proxy_url, server=None).config)
+            print(f"# {proxy_line}; moto (own process) at {moto_url}", flush=True)
+            for files in group:
+                cells += run_size(args, engines, engines_list, committers, files, proxy_url, moto_url,
+                                  config, delay_ms)
+    return cells
+
+
+def run_size(args: argparse.Namespace, engines: Engines, engines_list: list[str], committers: list[str],
+             files: int, proxy_url: str, moto_url: str, config: dict[str, str],
+             delay_ms: float) -> list[Cell]:
+    tasks, days = SIZES[files]
+    tables = make_tables(args.rows, tasks, days)
+    small = make_tables(min(args.rows, 1600), 1, 1)
+    job = Job(f"{files}", tasks, days)
+    cells = []
+    for engine in engines_list:
+        spark = engines.spark_session() if engine == "spark" else None
+        frame = spark_frame(spark, tables) if spark is not None else None
+        warm_frame = spark_frame(spark, small) if spark is not None else None
+        ctx = Context(proxy_url, config, tables, job, args.workers, spark_df=frame)
+        warm = Context(proxy_url, config, small, Job("1", 1, 1), args.workers, spark_df=warm_frame)
+        if engine in PEERS and (ctx.job.tasks > 1 and engine in WHOLE_ONLY):
+            continue
+        for committer in (committers if engine not in PEERS else ["-"]):
+            if engine != "api":  # warm (a one-file job): the engine's workers, imports, connections
+                run_engine(engine, engines, warm, f"warm-{uuid.uuid4().hex[:8]}", committer, lambda _: None)
+            cell = measure(engine, engines, ctx, committer, moto_url, proxy_url)
+            cells.append(cell)
+            print_cell(cell, delay_ms)
+        for cached in (frame, warm_frame):
+            if cached is not None:
+                cached.unpersist()
     return cells
 
 
 def print_header() -> None:
-    print(f"{'engine':7s} {'committer':12s} {'files':>6s} {'requests':>9s} {'peak':>5s} {'serial':>7s}  "
+    print(f"{'engine':9s} {'committer':12s} {'files':>6s} {'requests':>9s} {'peak':>5s} {'serial':>7s}  "
           f"{'setup':>5s} {'data':>5s} {'task':>5s} {'job':>5s}  marked phases (api)")
 
 
 def print_cell(cell: Cell, delay_ms: float) -> None:
-    kinds = "  ".join(f"{cell.kinds.get(k, 0):5d}" for k in KINDS)
+    kinds = "  ".join(f"{cell.kinds.get(k, 0):5d}" if cell.committer != "-" else f"{'':5s}" for k in KINDS)
     phases = ", ".join(f"{k} {v}" for k, v in cell.phases.items()) if cell.engine == "api" else ""
-    print(f"{cell.engine:7s} {cell.committer:12s} {cell.files:6,d} {cell.requests:9,d} {cell.peak:5d} "
+    print(f"{cell.engine:9s} {cell.committer:12s} {cell.files:6,d} {cell.requests:9,d} {cell.peak:5d} "
           f"{cell.trips:7d}  {kinds}  {phases}   [{cell.wall:.1f} s at {delay_ms:g} ms]", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engines", default=",".join(ENGINES), help=f"of {', '.join(ENGINES)}")
+    parser.add_argument("--engines", default=",".join(ENGINES),
+                        help=f"of {', '.join(ENGINES)}")
     parser.add_argument("--committers", default=",".join(COMMITTERS))
     parser.add_argument("--files", default="1,7,56,1000", help=f"sizes, of {', '.join(map(str, SIZES))}")
     parser.add_argument("--delay-ms", type=float, default=300.0,
                         help="floor of every round trip: large against the client's CPU per fan-out")
+    parser.add_argument("--large-delay-ms", type=float, default=1000.0,
+                        help="the floor for 1,000 files: above the emulator's time for a round of "
+                             "64 completions")
     parser.add_argument("--check-delay-ms", type=float, default=0.0,
-                        help="run every cell again at this delay and compare the counts")
+                        help="run every cell again at this delay (both sizes) and compare the counts")
     parser.add_argument("--rows", type=int, default=ROWS)
     parser.add_argument("--workers", type=int, default=2, help="LocalDriver's workers, Dask's threads")
     args = parser.parse_args(argv)
@@ -258,16 +305,19 @@ def main(argv: list[str] | None = None) -> int:
           f"chain of requests each sent after the one before was answered; 'peak' = most requests "
           f"in flight at once; setup/data/task/job = the chain's round trips by kind")
     print_header()
-    cells = run(args, args.delay_ms, engines_list, committers, sizes)
-    if args.check_delay_ms:
-        print(f"\nagain at {args.check_delay_ms:g} ms:")
-        print_header()
-        again = run(args, args.check_delay_ms, engines_list, committers, sizes)
-        changed = [(a, b) for a, b in zip(cells, again, strict=True) if a.trips != b.trips]
-        for a, b in changed:
-            print(f"  changed with the delay: {a.engine} {a.committer} {a.files} files: "
-                  f"{a.trips} at {args.delay_ms:g} ms, {b.trips} at {args.check_delay_ms:g} ms")
-        print(f"counts equal at both delays: {len(cells) - len(changed)} of {len(cells)} cells")
+    with contextlib.ExitStack() as stack:
+        engines = Engines(stack)
+        cells = run(args, engines, (args.delay_ms, args.large_delay_ms), engines_list, committers, sizes)
+        if args.check_delay_ms:
+            print(f"\nagain at {args.check_delay_ms:g} ms:")
+            print_header()
+            again = run(args, engines, (args.check_delay_ms, args.check_delay_ms), engines_list,
+                        committers, sizes)
+            changed = [(a, b) for a, b in zip(cells, again, strict=True) if a.trips != b.trips]
+            for a, b in changed:
+                print(f"  changed with the delay: {a.engine} {a.committer} {a.files} files: "
+                      f"{a.trips}, then {b.trips} at {args.check_delay_ms:g} ms")
+            print(f"counts equal at both delays: {len(cells) - len(changed)} of {len(cells)} cells")
     return 0
 
 
