@@ -26,6 +26,9 @@ over http, and reads what the caller needs from the answer):
   answer read by ElementTree (no botocore serializer, handlers or parser);
 * ``crt-sign``: the same, signed by ``awscrt.auth.aws_sign_request`` (AWS's C runtime);
 * ``crt-http``: signed and sent by the C runtime (``awscrt.http`` connection);
+  (both need ``pip install awscrt``, which is not a project requirement: once it is
+  installed, botocore itself signs in C, ``BOTO_DISABLE_CRT=true`` turns that off; the
+  header says which the ``store``/``boto3``/``trimmed`` rows ran);
 * ``floor``: the request unsigned on ``http.client``: what HTTP in Python costs at least.
 
 Then a cProfile of the ``store`` path (top entries by own time, and by package), and
@@ -43,6 +46,7 @@ import io
 import pstats
 import re
 import resource
+import statistics
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -441,17 +445,26 @@ KEEPS = {
 }
 
 
-def measure_paths(endpoint: str, paths: list[str], requests: int) -> dict[str, dict[str, float | str]]:
+def measure_paths(endpoint: str, paths: list[str], requests: int,
+                  repeat: int) -> dict[str, dict[str, float | str]]:
+    """Each path's CPU per request and operation: the median of ``repeat`` rounds, the
+    paths interleaved within each round (a machine's load drifts: each path sees it)."""
+    calls: dict[str, dict[str, Callable[[int], Any]]] = {}
     table: dict[str, dict[str, float | str]] = {}
     for path in paths:
         try:
-            calls = calls_for(path, endpoint)
+            calls[path] = calls_for(path, endpoint)
         except ImportError as exc:
-            table[path] = {op: f"n/a ({exc.name} not installed)" for op in OPERATIONS}
-            continue
-        table[path] = {op: per_request(calls[op], requests if op not in ("ListObjectsV2", "DeleteObjects")
-                                       else max(1, requests // 5))
-                       for op in OPERATIONS}
+            table[path] = {op: f"n/a (no {exc.name})" for op in OPERATIONS}
+    seen: dict[tuple[str, str], list[float]] = {}
+    for _ in range(repeat):
+        for path, by_operation in calls.items():
+            for op, call in by_operation.items():
+                count = requests if op not in ("ListObjectsV2", "DeleteObjects") else max(1, requests // 5)
+                seen.setdefault((path, op), []).append(per_request(call, count))
+    for path in paths:
+        if path in calls:
+            table[path] = {op: statistics.median(seen[(path, op)]) for op in OPERATIONS}
     return table
 
 
@@ -566,6 +579,7 @@ def start_canned() -> tuple[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300, help="requests per operation and path")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds (median)")
     parser.add_argument("--paths", default=",".join(PATHS), help=f"of {', '.join(PATHS)}")
     parser.add_argument("--profile", type=int, default=12, help="top entries of the profile (0: none)")
     parser.add_argument("--commit-files", type=int, default=200, help="files of the job commit (0: none)")
@@ -579,13 +593,16 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown path {unknown[0]!r}: use {', '.join(PATHS)}")
     import botocore
+    from botocore.compat import HAS_CRT
 
     endpoint, process = start_canned()
     try:
-        print(f"client CPU per request: botocore {botocore.__version__}, Python {sys.version.split()[0]}, "
-              f"a canned S3 server in another process at {endpoint} (answers at once, no state); "
-              f"{args.requests} requests per operation (listing and delete: {max(1, args.requests // 5)})")
-        table = measure_paths(endpoint, paths, args.requests)
+        print(f"client CPU per request: botocore {botocore.__version__} (signing "
+              f"{'in C: awscrt is installed' if HAS_CRT else 'in Python: no awscrt, or BOTO_DISABLE_CRT'}), "
+              f"Python {sys.version.split()[0]}, a canned S3 server in another process at {endpoint} "
+              f"(answers at once, no state); {args.requests} requests per operation (listing and delete: "
+              f"{max(1, args.requests // 5)}), median of {args.repeat} interleaved rounds")
+        table = measure_paths(endpoint, paths, args.requests, args.repeat)
         print_table(table)
         if "trimmed" in paths:
             print(f"\ntrimmed: {TRIMMED}")

@@ -232,6 +232,7 @@ class Row:
     cpu: list[float] = field(default_factory=list)
     requests: Counter[str] = field(default_factory=Counter)
     checked: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -294,8 +295,10 @@ def run_job(job: Job, ctx: Context, systems: list[str], rounds: int, moto_url: s
             rows[system].cpu.append(time.process_time() - cpu)
             counted, _ = take_counts(moto_url)
             if rows[system].requests and counted != rows[system].requests:
-                print(f"  note: {system}'s requests changed between rounds: "
-                      f"{dict(rows[system].requests)} then {dict(counted)}")
+                changed = {k: f"{rows[system].requests.get(k, 0)} -> {counted.get(k, 0)}"
+                           for k in set(counted) | set(rows[system].requests)
+                           if counted.get(k, 0) != rows[system].requests.get(k, 0)}
+                rows[system].notes.append(f"{system}'s requests changed between rounds: {changed}")
             rows[system].requests = counted
             last[system] = key
     for system in systems:
@@ -320,6 +323,9 @@ def print_job(job: Job, rows: list[Row], delay_ms: float) -> None:
                                       else "")
         print(f"  {label:48s} {row.median:9.2f} {cpu:>6s} {row.total:9d}  {row.checked:24s}  "
               f"{detail} (runs {runs})")
+    for row in rows:
+        for note in row.notes:
+            print(f"  note: {note}")
     by = {r.system: r for r in rows}
 
     def ratio(a: str, b: str, target: float) -> None:
