@@ -280,7 +280,11 @@ def critical_path(requests: Sequence[TracedRequest],
     per request times its fan-out (1-2 ms x 64 threads here) and the server's time per
     round; a count that stays the same at two delays has no spurious link
     (``benchmarks/critical_path.py --check-delay-ms``). A count, not a timing: with that
-    margin it does not depend on the machine's speed.
+    margin it does not depend on the machine's speed. (Measured: a 1,000-file job commit,
+    rounds of 64 completions that moto serves in about half a second, counts 21 at 300 ms
+    and 19 at 1 s, the cost model's figure.) Where a client computes between requests that
+    do not wait for each other (an encoder writing file after file), no delay makes them
+    overlap: there the count stays an upper bound.
 
     **Why not per connection or per thread.** HTTP/1.1 connections are pooled: one
     connection carries unrelated threads' requests one after another (a chain per
