@@ -70,7 +70,7 @@ RUN: dict[str, Run] = {
     "docs/s3.md: import outcommit": Run("s3", check="assert committer.name == 'partitioned'"),
     "docs/s3.md: fs, base = committer.filesystem(task), committer.work_path(task)": Run(
         "s3", setup=OPEN_TASK,
-        check="committer.commit_job(job, [committer.commit_task(task)]); "
+        check="import outcommit.read; committer.commit_job(job, [committer.commit_task(task)]); "
               "assert len(outcommit.read.committed_files('s3://bucket/table')) == 2"),
     'docs/s3.md: outcommit.create_committer("s3://bucket/table").abort_job(': Run(
         "s3", setup=CRASHED_JOB, check=NO_PENDING),
