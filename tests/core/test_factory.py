@@ -65,8 +65,8 @@ def test_a_store_registered_again_is_not_served_from_the_cache() -> None:
     class Plugin:
         @outcommit.hookimpl
         def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
-            register(StoreSpec(("memory",), lambda url, config: Marked(url, config), "v1",
-                               Marked.capabilities), replace=True)
+            register.add(StoreSpec(("memory",), lambda url, config: Marked(url, config), "v1",
+                                   Marked.capabilities), replace=True)
 
     before = shared_store("memory://shared/replaced")
     registry = reset_registry(autoload=False)
@@ -110,7 +110,7 @@ def test_a_slow_plugin_does_not_hold_up_other_destinations_stores() -> None:
     class Plugin:
         @outcommit.hookimpl
         def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
-            register(StoreSpec(("slowstore",), open_slowly, "v1", Slow.capabilities))
+            register.add(StoreSpec(("slowstore",), open_slowly, "v1", Slow.capabilities))
 
     registry = reset_registry(autoload=False)
     try:

@@ -47,8 +47,8 @@ class ConflictStore(MemoryStore):
 @hookimpl
 def register_stores(register):
     for schemes, replace in {registrations!r}:
-        register(StoreSpec(tuple(schemes), lambda url, config: ConflictStore(url, config), "v1",
-                           MEMORY_CAPABILITIES, "{dist}'s store"), replace=replace)
+        register.add(StoreSpec(tuple(schemes), lambda url, config: ConflictStore(url, config), "v1",
+                               MEMORY_CAPABILITIES, "{dist}'s store"), replace=replace)
 '''
 
 
@@ -187,8 +187,8 @@ class _Hashed:
 
     @outcommit.hookimpl
     def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
-        register(StoreSpec((self.scheme,), lambda url, config: MemoryStore(url, config), "v1",
-                           MEMORY_CAPABILITIES, f"replace={self.replace}"), replace=self.replace)
+        register.add(StoreSpec((self.scheme,), lambda url, config: MemoryStore(url, config), "v1",
+                               MEMORY_CAPABILITIES, f"replace={self.replace}"), replace=self.replace)
 
 
 @pytest.mark.parametrize("hashes", [(1, 2), (2, 1), (3, 4), (4, 3), (5, 6), (6, 5)])

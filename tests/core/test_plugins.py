@@ -137,8 +137,8 @@ class _Plugin:
 
     @outcommit.hookimpl
     def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
-        register(StoreSpec((self.scheme,), lambda url, config: _NoDirRenameStore(url, config), "v1",
-                           _NoDirRenameStore.capabilities), replace=self.replace)
+        register.add(StoreSpec((self.scheme,), lambda url, config: _NoDirRenameStore(url, config), "v1",
+                               _NoDirRenameStore.capabilities), replace=self.replace)
 
 
 @pytest.fixture
@@ -206,3 +206,43 @@ def test_hadoop_s3a_names_come_from_the_s3_plugin() -> None:
     assert json.loads(with_plugins.stdout) == {"outcommit.committer.threads": "3",
                                                "outcommit.s3a.committer.name": "x"}
     assert outcommit.plugins.get_registry().committer_selectors()[0].plugin == "s3"
+
+
+class _Registering:
+    """A plugin whose hooks register through the registrar as ``register(...)`` (the earlier
+    form), and (``wrong``) pass something that is not a spec."""
+
+    def __init__(self, wrong: bool = False) -> None:
+        self.wrong = wrong
+
+    @outcommit.hookimpl
+    def register_stores(self, register) -> None:  # type: ignore[no-untyped-def]
+        spec = "tstore2" if self.wrong else StoreSpec(
+            ("oldstyle",), lambda url, config: MemoryStore(url, config), "v1", MemoryStore.capabilities)
+        register(spec)
+
+    @outcommit.hookimpl
+    def register_config_keys(self, register) -> None:  # type: ignore[no-untyped-def]
+        register("outcommit.oldstyle.", "keys of the plugin", secret=False)
+
+
+def test_calling_the_registrar_still_registers_with_a_deprecation_warning(
+        fresh_registry: Registry) -> None:
+    """Plugins written for the earlier ``register(...)`` callables keep working for a release."""
+    with pytest.warns(DeprecationWarning) as warned:
+        fresh_registry.add_plugin(_Registering(), "old")
+    assert sorted({str(w.message) for w in warned}) == [
+        f'plugin "old" calls the {hook} registrar as register(...): call register.add(...) instead '
+        "(register(...) goes in the next release)"
+        for hook in ("register_config_keys", "register_stores")]
+    assert fresh_registry.store_spec("oldstyle").plugin == "old"
+    assert "outcommit.oldstyle." in fresh_registry.config_keys()
+
+
+def test_a_registration_of_the_wrong_type_names_the_plugin_and_the_hook(fresh_registry: Registry) -> None:
+    """Refused when registered, not when a lookup first meets it."""
+    with pytest.warns(DeprecationWarning), pytest.raises(
+            PluginError, match=r'plugin "wrong", hook register_stores: a store must be '
+                               r"outcommit\.store\.StoreSpec, not str \('tstore2'\)"):
+        fresh_registry.add_plugin(_Registering(wrong=True), "wrong")
+    assert "wrong" not in {p.name for p in fresh_registry.plugins()}

@@ -155,12 +155,12 @@ class _VaultPlugin:
 
     @outcommit.hookimpl
     def register_config_keys(self, register) -> None:  # type: ignore[no-untyped-def]
-        register("outcommit.vault.role-id", "the role's id (a credential)", secret=True)
-        register("outcommit.vault.mount", "where the secrets engine is mounted")
+        register.add("outcommit.vault.role-id", "the role's id (a credential)", secret=True)
+        register.add("outcommit.vault.mount", "where the secrets engine is mounted")
 
     @outcommit.hookimpl
     def register_config_aliases(self, register) -> None:  # type: ignore[no-untyped-def]
-        register("vault.role.id", "outcommit.vault.role-id")
+        register.add("vault.role.id", "outcommit.vault.role-id")
 
 
 def test_a_key_a_plugin_declares_secret_is_redacted_by_any_of_its_names(fresh_registry, tmp_path,

@@ -33,9 +33,18 @@ from .errors import (
     UploadGoneError,
     UploadPendingError,
 )
-from .factory import CommitterSelector, create_committer, describe_capabilities, open_store
-from .hookspecs import hookimpl
+from .factory import create_committer, describe_capabilities, open_store
+from .hookspecs import (
+    CommandRegistrar,
+    CommitterRegistrar,
+    ConfigAliasRegistrar,
+    ConfigKeyRegistrar,
+    SelectorRegistrar,
+    StoreRegistrar,
+    hookimpl,
+)
 from .redaction import install_log_redaction
+from .selection import CommitterSelector
 from .store import FileInfo, Store, StoreSpec
 from .success import SUCCESS_FILE, SuccessData, load_success
 
@@ -47,12 +56,16 @@ install_log_redaction()
 __all__ = [
     "SUCCESS_FILE",
     "Capabilities",
+    "CommandRegistrar",
     "CommitError",
     "Committer",
+    "CommitterRegistrar",
     "CommitterSelector",
     "CommitterSpec",
     "Config",
+    "ConfigAliasRegistrar",
     "ConfigError",
+    "ConfigKeyRegistrar",
     "ContainmentError",
     "CorruptCommitDataError",
     "CorruptFileError",
@@ -65,11 +78,13 @@ __all__ = [
     "OutcommitError",
     "PluginError",
     "RenameError",
+    "SelectorRegistrar",
     "Store",
     "StoreCredentialsError",
     "StoreError",
     "StoreNotFoundError",
     "StorePermissionError",
+    "StoreRegistrar",
     "StoreSpec",
     "StoreUnreachableError",
     "SuccessData",

@@ -5,14 +5,18 @@ Registered through the same hooks as any installed plugin.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .committer import CommitterSpec
 from .committers.fileoutput import FileOutputCommitterV1, FileOutputCommitterV2
 from .committers.manifest import CONFIG_KEYS as MANIFEST_KEYS
 from .committers.manifest import ManifestCommitter
 from .config import CORE_ALIASES, CORE_KEYS, Config
-from .hookspecs import RegisterCommitter, RegisterStore, hookimpl
+from .hookspecs import (
+    CommitterRegistrar,
+    ConfigAliasRegistrar,
+    ConfigKeyRegistrar,
+    StoreRegistrar,
+    hookimpl,
+)
 from .progress import CONFIG_KEYS as PROGRESS_KEYS
 from .retry import CONFIG_KEYS as RETRY_KEYS
 from .store import StoreSpec
@@ -29,27 +33,27 @@ def _memory(url: str, config: Config) -> MemoryStore:
 
 
 @hookimpl
-def register_stores(register: RegisterStore) -> None:
-    register(StoreSpec(("file", "local"), _local, "v1", LOCAL_CAPABILITIES,
-                       "local filesystem: atomic file and directory rename"))
-    register(StoreSpec(("memory",), _memory, "v1", MEMORY_CAPABILITIES,
-                       "fsspec in-memory filesystem (one process)"))
+def register_stores(register: StoreRegistrar) -> None:
+    register.add(StoreSpec(("file", "local"), _local, "v1", LOCAL_CAPABILITIES,
+                           "local filesystem: atomic file and directory rename"))
+    register.add(StoreSpec(("memory",), _memory, "v1", MEMORY_CAPABILITIES,
+                           "fsspec in-memory filesystem (one process)"))
 
 
 @hookimpl
-def register_committers(register: RegisterCommitter) -> None:
-    register(CommitterSpec.for_class(FileOutputCommitterV1))
-    register(CommitterSpec.for_class(FileOutputCommitterV2))
-    register(CommitterSpec.for_class(ManifestCommitter, config_keys=MANIFEST_KEYS))
+def register_committers(register: CommitterRegistrar) -> None:
+    register.add(CommitterSpec.for_class(FileOutputCommitterV1))
+    register.add(CommitterSpec.for_class(FileOutputCommitterV2))
+    register.add(CommitterSpec.for_class(ManifestCommitter, config_keys=MANIFEST_KEYS))
 
 
 @hookimpl
-def register_config_keys(register: Callable[[str, str], None]) -> None:
+def register_config_keys(register: ConfigKeyRegistrar) -> None:
     for key, description in {**CORE_KEYS, **RETRY_KEYS, **PROGRESS_KEYS}.items():
-        register(key, description)
+        register.add(key, description)
 
 
 @hookimpl
-def register_config_aliases(register: Callable[[str, str], None]) -> None:
+def register_config_aliases(register: ConfigAliasRegistrar) -> None:
     for alias, key in CORE_ALIASES.items():
-        register(alias, key)
+        register.add(alias, key)

@@ -7,18 +7,17 @@ add ``demo``).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from . import __version__
+from .commands import Command as Command  # its home before commands.py
 from .errors import OutcommitError
 from .plugins import get_registry
 from .redaction import scrub
@@ -397,29 +396,6 @@ def _delete_foreign(committer: Any, args: argparse.Namespace, status: str) -> in
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-@dataclass(frozen=True)
-class Command:
-    """A subcommand a plugin adds to the CLI (hook ``register_commands``).
-
-    ``target`` is ``"module:function"``; the module is imported only when the command
-    runs, and the function gets the parsed arguments and returns the exit status.
-    ``arguments`` (``"module:function"`` too, optional) adds the command's arguments to
-    its ``argparse`` parser.
-    """
-
-    name: str
-    help: str
-    target: str
-    arguments: str | None = None
-    plugin: str = ""
-    #: Example command lines shown by ``--help`` (one per line, without the indent).
-    examples: str = ""
-
-    def load(self, spec: str) -> Any:
-        module, _, function = spec.partition(":")
-        return getattr(importlib.import_module(module), function)
 
 
 DESCRIPTION = """Safe output commits for Python data pipelines: inspect what is installed,

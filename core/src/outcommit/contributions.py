@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .commands import Command
     from .committer import CommitterSpec
-    from .factory import CommitterSelector
+    from .selection import CommitterSelector
     from .store import StoreSpec
 
 
@@ -37,7 +38,7 @@ class Contribution:
     keys: list[tuple[str, str, bool]] = field(default_factory=list)  # key, description, secret
     aliases: list[tuple[str, str]] = field(default_factory=list)
     selectors: list[CommitterSelector] = field(default_factory=list)
-    commands: list[Any] = field(default_factory=list)
+    commands: list[Command] = field(default_factory=list)
     #: A hook of the plugin raised: it is skipped with this error.
     error: str | None = None
 
@@ -66,7 +67,7 @@ class Merged:
     secret_keys: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)
     selectors: list[CommitterSelector] = field(default_factory=list)
-    commands: dict[str, Any] = field(default_factory=dict)
+    commands: dict[str, Command] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
 
 

@@ -8,7 +8,6 @@ import re
 import threading
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .capabilities import STORE_CAPABILITIES
@@ -16,6 +15,8 @@ from .committer import Committer
 from .config import Config, redact
 from .errors import ConfigError, UnsafeCommitterError
 from .plugins import KNOWN_DISTRIBUTIONS, get_registry
+from .selection import ALGORITHM_KEY, algorithm
+from .selection import CommitterSelector as CommitterSelector  # its home before selection.py
 from .store import Store
 from .stores.local import canonical_file_url
 
@@ -33,41 +34,6 @@ _CAPABILITY_MEANING = {
     "fs.etags.preserved-in-rename": "etags preserved in rename",
     "fs.create.exclusive": "exclusive create",
 }
-
-@dataclass(frozen=True)
-class CommitterSelector:
-    """A configuration key that chooses the committer for some schemes.
-
-    Hadoop's ``fs.s3a.committer.name`` is one: the S3 plugin registers it for s3/s3a
-    (``register_committer_selectors``). ``choices`` maps each accepted value to a
-    committer name, or to None for "the FileOutputCommitter that
-    ``mapreduce.fileoutputcommitter.algorithm.version`` names" (Hadoop's ``file``).
-    """
-
-    key: str                            # the outcommit. key holding the value (aliases apply)
-    schemes: tuple[str, ...]
-    choices: Mapping[str, str | None]
-    label: str = ""                     # how a reason names it (default: ``key``)
-    plugin: str = ""
-
-    def choose(self, config: Config) -> tuple[str, str] | None:
-        """(committer, why) when ``config`` sets this key; a value outside choices is an error."""
-        value = config.get_str(self.key)
-        if not value:
-            return None
-        label = self.label or self.key
-        chosen = value.strip().lower()
-        if chosen not in self.choices:
-            raise ConfigError(f"{label}={chosen!r}: use {', '.join(self.choices)}")
-        name = self.choices[chosen]
-        if name is None:
-            name = _algorithm(config.get_str(ALGORITHM_KEY))
-            return name, f"{label}={chosen} (FileOutputCommitter algorithm {name[1]})"
-        return name, f"{label}={chosen}"
-
-
-ALGORITHM_KEY = "outcommit.fileoutputcommitter.algorithm.version"
-
 
 #: ``scheme:`` at the start of a destination: two characters at least (``C:`` is a drive).
 _SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+):")
@@ -193,22 +159,14 @@ def select_committer(scheme: str, config: Config, explicit: str | None,
         chosen = selector.choose(config) if scheme in selector.schemes else None
         if chosen is not None:
             return chosen
-    algorithm = config.get_str(ALGORITHM_KEY)
-    if algorithm and default in ("v1", "v2"):
-        name = _algorithm(algorithm)
-        return name, f"mapreduce.fileoutputcommitter.algorithm.version={algorithm}"
+    version = config.get_str(ALGORITHM_KEY)
+    if version and default in ("v1", "v2"):
+        name = algorithm(version)
+        return name, f"mapreduce.fileoutputcommitter.algorithm.version={version}"
     general = config.get_str("outcommit.committer")
     if general:
         return general, f"outcommit.committer={general}"
     return default, f"default committer for {scheme}://"
-
-
-def _algorithm(value: str | None) -> str:
-    if value is None or value.strip() == "1":
-        return "v1"
-    if value.strip() == "2":
-        return "v2"
-    raise ConfigError(f"mapreduce.fileoutputcommitter.algorithm.version={value!r}: use 1 or 2")
 
 
 def check_config(config: Config) -> list[str]:

@@ -13,20 +13,19 @@ import os
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import pluggy
 
 from . import hookspecs
+from .commands import Command
+from .committer import CommitterSpec
 from .contributions import Contribution, Merged, by_distribution, merge
 from .errors import PluginError, UnknownCommitterError, UnknownSchemeError
 from .install import install_command
 from .redaction import declare_secret_keys
-
-if TYPE_CHECKING:
-    from .committer import CommitterSpec
-    from .factory import CommitterSelector
-    from .store import StoreSpec
+from .selection import CommitterSelector
+from .store import StoreSpec
 
 log = logging.getLogger(__name__)
 
@@ -160,37 +159,11 @@ class Registry:
         release = " ".join(filter(None, (info.distribution, info.version))) if info else ""
         found = Contribution(name, f'"{name}" ({release})' if release else f'"{name}"')
 
-        def add_store(spec: StoreSpec, replace: bool = False) -> None:
-            object.__setattr__(spec, "plugin", name)
-            found.stores.append((spec, replace))
-
-        def add_committer(spec: CommitterSpec, replace: bool = False) -> None:
-            object.__setattr__(spec, "plugin", name)
-            found.committers.append((spec, replace))
-
-        def add_key(key: str, description: str = "", secret: bool = False) -> None:
-            found.keys.append((key, description, secret))
-
-        def add_alias(alias: str, key: str) -> None:
-            found.aliases.append((alias, key))
-
-        def add_selector(selector: CommitterSelector) -> None:
-            object.__setattr__(selector, "plugin", name)
-            found.selectors.append(selector)
-
-        def add_command(command: Any) -> None:
-            object.__setattr__(command, "plugin", name)
-            found.commands.append(command)
-
         others = [p for p, _ in self._order if p is not plugin]
         hooks = self._pm.subset_hook_caller  # call one plugin's hooks, not the others'
         try:
-            hooks("register_stores", others)(register=add_store)
-            hooks("register_committers", others)(register=add_committer)
-            hooks("register_config_keys", others)(register=add_key)
-            hooks("register_config_aliases", others)(register=add_alias)
-            hooks("register_committer_selectors", others)(register=add_selector)
-            hooks("register_commands", others)(register=add_command)
+            for hook, register in registrars(found).items():
+                hooks(hook, others)(register=register)
         except Exception as exc:  # a plugin's bug must not break every other plugin
             found.error = f"a hook of plugin {found.label} raised {type(exc).__name__}: {exc}"
         return found
@@ -295,14 +268,46 @@ class Registry:
         self.load()
         return list(self._merged.selectors)
 
-    def commands(self) -> dict[str, Any]:
-        """CLI subcommands plugins contributed (``outcommit.cli.Command``), by name."""
+    def commands(self) -> dict[str, Command]:
+        """CLI subcommands plugins contributed (``outcommit.commands.Command``), by name."""
         self.load()
         return dict(self._merged.commands)
 
     def plugins(self) -> list[PluginInfo]:
         self.load()
         return sorted(self._info.values(), key=lambda i: (i.name != "outcommit", i.name))
+
+
+_Spec = TypeVar("_Spec", StoreSpec, CommitterSpec, CommitterSelector, Command)
+
+
+def registrars(found: Contribution) -> dict[str, hookspecs.Registrar]:
+    """The ``register`` object of each hook, filling ``found``; every spec registered is
+    marked as the plugin's (``spec.plugin``)."""
+    name = found.name
+
+    def owned(spec: _Spec) -> _Spec:
+        object.__setattr__(spec, "plugin", name)  # frozen specs: who registered them
+        return spec
+
+    def key(key: str, description: str, secret: bool) -> None:
+        found.keys.append((key, description, secret))
+
+    def alias(alias: str, key: str) -> None:
+        found.aliases.append((alias, key))
+
+    return {
+        "register_stores": hookspecs.StoreRegistrar(
+            name, lambda spec, replace: found.stores.append((owned(spec), replace))),
+        "register_committers": hookspecs.CommitterRegistrar(
+            name, lambda spec, replace: found.committers.append((owned(spec), replace))),
+        "register_config_keys": hookspecs.ConfigKeyRegistrar(name, key),
+        "register_config_aliases": hookspecs.ConfigAliasRegistrar(name, alias),
+        "register_committer_selectors": hookspecs.SelectorRegistrar(
+            name, lambda selector: found.selectors.append(owned(selector))),
+        "register_commands": hookspecs.CommandRegistrar(
+            name, lambda command: found.commands.append(owned(command))),
+    }
 
 
 def _dist_name(ep: metadata.EntryPoint) -> str | None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from outcommit import hookimpl
-from outcommit.cli import Command
+from outcommit import CommandRegistrar, hookimpl
+from outcommit.commands import Command
 
 
 @hookimpl
-def register_commands(register: Callable[..., None]) -> None:
-    register(Command(
+def register_commands(register: CommandRegistrar) -> None:
+    register.add(Command(
         name="demo",
         help="run the demo job (PySpark + an embedded store) and verify its output",
         target="outcommit_devtools.demo:main",

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from outcommit import Config, StoreSpec, hookimpl
+from outcommit import Config, ConfigKeyRegistrar, StoreRegistrar, StoreSpec, hookimpl
 
 from .store import CONFIG_KEYS, GCS_CAPABILITIES, TOKEN_KEY, GcsStore
 
@@ -14,13 +12,13 @@ def _make(url: str, config: Config) -> GcsStore:
 
 
 @hookimpl
-def register_stores(register: Callable[..., None]) -> None:
-    register(StoreSpec(("gs", "gcs"), _make, "manifest", GCS_CAPABILITIES,
-                       "Google Cloud Storage via gcsfs: atomic object create, no directory "
-                       "rename; manifest committer by default"))
+def register_stores(register: StoreRegistrar) -> None:
+    register.add(StoreSpec(("gs", "gcs"), _make, "manifest", GCS_CAPABILITIES,
+                           "Google Cloud Storage via gcsfs: atomic object create, no directory "
+                           "rename; manifest committer by default"))
 
 
 @hookimpl
-def register_config_keys(register: Callable[..., None]) -> None:
+def register_config_keys(register: ConfigKeyRegistrar) -> None:
     for key, description in CONFIG_KEYS.items():
-        register(key, description, secret=key == TOKEN_KEY)  # a service account's JSON, at times
+        register.add(key, description, secret=key == TOKEN_KEY)  # a service account's JSON, at times

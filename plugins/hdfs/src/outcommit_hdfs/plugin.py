@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from outcommit import Config, StoreSpec, hookimpl
+from outcommit import Config, ConfigKeyRegistrar, StoreRegistrar, StoreSpec, hookimpl
 
 from .store import HDFS_CAPABILITIES, HdfsStore
 
@@ -14,12 +12,12 @@ def _make(url: str, config: Config) -> HdfsStore:
 
 
 @hookimpl
-def register_stores(register: Callable[..., None]) -> None:
-    register(StoreSpec(("hdfs", "viewfs"), _make, "v1", HDFS_CAPABILITIES,
-                       "HDFS via pyarrow/libhdfs: atomic rename, v1 by default"))
+def register_stores(register: StoreRegistrar) -> None:
+    register.add(StoreSpec(("hdfs", "viewfs"), _make, "v1", HDFS_CAPABILITIES,
+                           "HDFS via pyarrow/libhdfs: atomic rename, v1 by default"))
 
 
 @hookimpl
-def register_config_keys(register: Callable[[str, str], None]) -> None:
-    register("outcommit.hdfs.host", "namenode host when the URL has none (default: 'default')")
-    register("outcommit.hdfs.user", "user to connect as")
+def register_config_keys(register: ConfigKeyRegistrar) -> None:
+    register.add("outcommit.hdfs.host", "namenode host when the URL has none (default: 'default')")
+    register.add("outcommit.hdfs.user", "user to connect as")

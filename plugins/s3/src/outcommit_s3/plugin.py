@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from outcommit import CommitterSelector, CommitterSpec, Config, StoreSpec, hookimpl
+from outcommit import (
+    CommitterRegistrar,
+    CommitterSelector,
+    CommitterSpec,
+    Config,
+    ConfigAliasRegistrar,
+    ConfigKeyRegistrar,
+    SelectorRegistrar,
+    StoreRegistrar,
+    StoreSpec,
+    hookimpl,
+)
 
 from . import settings
 from .store import S3_CAPABILITIES
@@ -17,37 +26,37 @@ def _make_store(url: str, config: Config):  # type: ignore[no-untyped-def]
 
 
 @hookimpl
-def register_stores(register: Callable[..., None]) -> None:
-    register(StoreSpec(("s3", "s3a"), _make_store, "magic", S3_CAPABILITIES,
-                       "Amazon S3 and compatibles (s3fs + botocore): multipart uploads, no rename"))
+def register_stores(register: StoreRegistrar) -> None:
+    register.add(StoreSpec(("s3", "s3a"), _make_store, "magic", S3_CAPABILITIES,
+                           "Amazon S3 and compatibles (s3fs + botocore): multipart uploads, no rename"))
 
 
 @hookimpl
-def register_committers(register: Callable[..., None]) -> None:
+def register_committers(register: CommitterRegistrar) -> None:
     from .magic.committer import MagicCommitter
     from .staging.committer import DirectoryStagingCommitter, PartitionedStagingCommitter
 
     for committer in (MagicCommitter, DirectoryStagingCommitter, PartitionedStagingCommitter):
-        register(CommitterSpec.for_class(committer))
+        register.add(CommitterSpec.for_class(committer))
 
 
 @hookimpl
-def register_config_keys(register: Callable[..., None]) -> None:
+def register_config_keys(register: ConfigKeyRegistrar) -> None:
     for key, description in settings.KEYS.items():
-        register(key, description, secret=key in settings.SECRET_KEYS)
+        register.add(key, description, secret=key in settings.SECRET_KEYS)
 
 
 @hookimpl
-def register_config_aliases(register: Callable[[str, str], None]) -> None:
+def register_config_aliases(register: ConfigAliasRegistrar) -> None:
     for key, alias in settings.HADOOP_ALIASES.items():
-        register(alias, key)
+        register.add(alias, key)
 
 
 @hookimpl
-def register_committer_selectors(register: Callable[..., None]) -> None:
+def register_committer_selectors(register: SelectorRegistrar) -> None:
     # Hadoop's committer choice for s3a://; 'file' is the FileOutputCommitter (refused on S3
     # unless allowed: no atomic rename).
-    register(CommitterSelector(
+    register.add(CommitterSelector(
         key=settings.S3A_COMMITTER_NAME, schemes=("s3", "s3a"), label="fs.s3a.committer.name",
         choices={"file": None, "directory": "directory", "partitioned": "partitioned",
                  "magic": "magic"}))

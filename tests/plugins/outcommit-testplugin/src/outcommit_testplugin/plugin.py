@@ -27,10 +27,10 @@ class TStore(MemoryStore):
 
 @hookimpl
 def register_stores(register):
-    register(StoreSpec(("tstore",), lambda url, config: TStore(url, config), "v2",
-                       TSTORE_CAPABILITIES, "test store"))
+    register.add(StoreSpec(("tstore",), lambda url, config: TStore(url, config), "v2",
+                           TSTORE_CAPABILITIES, "test store"))
 
 
 @hookimpl
 def register_config_keys(register):
-    register("outcommit.tstore.", "test store options")
+    register.add("outcommit.tstore.", "test store options")
