@@ -9,19 +9,28 @@ import pytest
 import outcommit
 from outcommit import Config, ConfigError, JobContext
 from outcommit.config import redact
+from outcommit.factory import resolve_config
 
 
 def test_spark_prefixes_are_stripped_and_hadoop_aliases_mapped() -> None:
-    config = Config({
+    values = {
         "spark.outcommit.committer.file": "v2",
         "spark.hadoop.fs.s3a.committer.name": "magic",
         "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
         "fs.s3a.committer.staging.conflict-mode": "replace",
-    })
+    }
+    config = resolve_config(values)  # what stores and committers get: the plugins' aliases too
     assert config["outcommit.committer.file"] == "v2"
     assert config["outcommit.s3a.committer.name"] == "magic"
     assert config.get_bool("outcommit.success.enabled", True) is False
     assert config["outcommit.committer.conflict-mode"] == "replace"
+    # A Config alone is a plain value: core's own aliases, and the table it is given.
+    plain = Config(values)
+    assert plain.get_bool("outcommit.success.enabled", True) is False
+    assert plain["fs.s3a.committer.name"] == "magic" and "outcommit.s3a.committer.name" not in plain
+    given = Config(values, {"fs.s3a.committer.name": "outcommit.s3a.committer.name"})
+    assert given["outcommit.s3a.committer.name"] == "magic"
+    assert plain.with_aliases(given.aliases) == given
 
 
 def test_explicit_outcommit_key_wins_over_its_hadoop_alias() -> None:

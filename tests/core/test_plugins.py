@@ -196,16 +196,33 @@ def test_core_imports_no_plugin() -> None:
 
 
 def test_hadoop_s3a_names_come_from_the_s3_plugin() -> None:
-    """fs.s3a.* aliases and the fs.s3a.committer.name choice are the S3 plugin's hooks."""
-    code = ("import json, outcommit\n"
-            "c = outcommit.Config({'fs.s3a.committer.threads': '3', 'fs.s3a.committer.name': 'x'})\n"
-            "print(json.dumps(dict(c)))\n")
+    """fs.s3a.* aliases and the fs.s3a.committer.name choice are the S3 plugin's hooks,
+    applied by the composition layer (a Config alone is a plain value: core's aliases)."""
+    code = ("import json, outcommit, outcommit.factory\n"
+            "values = {'fs.s3a.committer.threads': '3', 'fs.s3a.committer.name': 'x'}\n"
+            "print(json.dumps([dict(outcommit.factory.resolve_config(values)),\n"
+            "                  dict(outcommit.Config(values))]))\n")
+    plain = {"fs.s3a.committer.threads": "3", "fs.s3a.committer.name": "x"}
     core_only = run_with(None, code, **{DISABLE_AUTOLOAD_ENV: "1"})
-    assert json.loads(core_only.stdout) == {"fs.s3a.committer.threads": "3", "fs.s3a.committer.name": "x"}
+    assert json.loads(core_only.stdout) == [plain, plain]
     with_plugins = run_with(None, code)
-    assert json.loads(with_plugins.stdout) == {"outcommit.committer.threads": "3",
-                                               "outcommit.s3a.committer.name": "x"}
+    assert json.loads(with_plugins.stdout) == [{"outcommit.committer.threads": "3",
+                                                "outcommit.s3a.committer.name": "x"}, plain]
     assert outcommit.plugins.get_registry().committer_selectors()[0].plugin == "s3"
+
+
+def test_a_config_read_while_plugins_load_reads_as_one_read_after(installed_testplugin: Path) -> None:
+    """A Config asked the registry for aliases on its first read: one first read while the
+    plugins loaded (here, in an installed plugin's hook) got none, not even core's
+    ``mapreduce.*`` names, and kept that for good (the 7 threads read back as None)."""
+    code = ("import json\n"
+            "from outcommit.plugins import get_registry\n"
+            "get_registry().stores()  # loads every installed plugin, the reader among them\n"
+            "from outcommit_testplugin.reader import READ\n"
+            "print(json.dumps([READ['during'], READ['config'].get_str('outcommit.committer.threads')]))\n")
+    result = run_with(installed_testplugin, code)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == ["7", "7"]
 
 
 class _Registering:

@@ -1,10 +1,13 @@
 """Flat string configuration under ``outcommit.``, with Hadoop's names where they fit.
 
 Keys arrive from Python callers, Spark (``spark.`` / ``spark.hadoop.`` prefixes) and
-Hadoop-style settings. They are normalised on first read: prefixes stripped, aliases
-mapped to their ``outcommit.`` name (an explicit ``outcommit.`` key wins over its alias).
-Core knows the aliases of its own committers (Hadoop's ``mapreduce.*`` names); plugins
-contribute theirs (``fs.s3a.*``...) through the ``register_config_aliases`` hook.
+Hadoop-style settings. They are normalised when the Config is made: prefixes stripped,
+aliases mapped to their ``outcommit.`` name (an explicit ``outcommit.`` key wins over its
+alias). A Config is a plain value of the bottom layer: it knows the aliases of core's own
+committers (Hadoop's ``mapreduce.*`` names) and those it is given; the plugins' aliases
+(``fs.s3a.*``..., hook ``register_config_aliases``) are given by the composition layer
+(``outcommit.factory.resolve_config``, which every factory entry point applies). It never
+asks the plugin registry, so a Config made while plugins load reads as one made after.
 Unknown ``outcommit.`` keys are reported, never silently ignored.
 """
 
@@ -63,17 +66,29 @@ def normalise_key(key: str) -> str:
     return key
 
 
-def aliases() -> dict[str, str]:
-    """Every alias -> key: core's and the installed plugins' (loads the plugins once)."""
-    from .plugins import get_registry
-
-    return get_registry().config_aliases()
+def resolve(raw: Mapping[str, str], aliases: Mapping[str, str]) -> dict[str, str]:
+    """``raw`` under normalised names: prefixes stripped, ``aliases`` (alias -> key) mapped;
+    an explicit key wins over any alias of it."""
+    explicit: dict[str, str] = {}
+    aliased: dict[str, str] = {}
+    for key, value in raw.items():
+        norm = normalise_key(key)
+        if norm in aliases:
+            aliased[aliases[norm]] = value
+        else:
+            explicit[norm] = value
+    return {**aliased, **explicit}
 
 
 class Config(Mapping[str, str]):
-    """An immutable mapping of normalised keys to string values."""
+    """An immutable mapping of normalised keys to string values.
 
-    def __init__(self, values: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+    ``aliases`` (alias -> key) adds to core's own (:data:`CORE_ALIASES`, always applied):
+    the composition layer passes the plugins' (``outcommit.factory.resolve_config``).
+    """
+
+    def __init__(self, values: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+                 aliases: Mapping[str, str] | None = None) -> None:
         items = values.items() if isinstance(values, Mapping) else values
         raw: dict[str, str] = {}
         for key, value in items:
@@ -84,24 +99,19 @@ class Config(Mapping[str, str]):
         # (an SDK's DEBUG record, an exception), not only where outcommit shows the config.
         remember_config(raw.items())
         self._raw = raw
-        self._normalised: dict[str, str] | None = None
+        self._aliases = {**(aliases or {}), **CORE_ALIASES}
+        self._values = resolve(raw, self._aliases)
 
     @property
-    def _values(self) -> dict[str, str]:
-        # Resolved on first read, not at construction: a plugin's aliases are known once
-        # the plugins are loaded, and a Config may be built before that.
-        if self._normalised is None:
-            table = aliases()
-            explicit: dict[str, str] = {}
-            aliased: dict[str, str] = {}
-            for key, value in self._raw.items():
-                norm = normalise_key(key)
-                if norm in table:
-                    aliased[table[norm]] = value
-                else:
-                    explicit[norm] = value
-            self._normalised = {**aliased, **explicit}
-        return self._normalised
+    def aliases(self) -> dict[str, str]:
+        """The alias table this Config was resolved with (alias -> key)."""
+        return dict(self._aliases)
+
+    def with_aliases(self, aliases: Mapping[str, str]) -> Config:
+        """The same values resolved with ``aliases`` too (the plugins', from the registry)."""
+        if all(self._aliases.get(alias) == key for alias, key in aliases.items()):
+            return self
+        return Config(self._raw, {**self._aliases, **aliases})
 
     # Mapping protocol
     def __getitem__(self, key: str) -> str:
@@ -128,7 +138,8 @@ class Config(Mapping[str, str]):
         if not other:
             return self
         other_raw = other._raw if isinstance(other, Config) else other
-        return Config({**self._raw, **{k: v for k, v in other_raw.items() if v is not None}})
+        table = {**self._aliases, **other._aliases} if isinstance(other, Config) else self._aliases
+        return Config({**self._raw, **{k: v for k, v in other_raw.items() if v is not None}}, table)
 
     def get_str(self, key: str, default: str | None = None) -> str | None:
         return self._values.get(key, default)

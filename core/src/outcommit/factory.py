@@ -79,10 +79,20 @@ def scheme_of(url: str) -> str:
     return normalise_url(url).split("://", 1)[0].lower()
 
 
+def resolve_config(config: Mapping[str, Any] | Config | None = None) -> Config:
+    """``config`` resolved with every installed plugin's aliases (``fs.s3a.*``...) as well as
+    core's: what stores and committers are given. A :class:`Config` stays a plain value;
+    the registry's alias table is applied here, in the composition layer."""
+    aliases = get_registry().config_aliases()
+    if isinstance(config, Config):
+        return config.with_aliases(aliases)
+    return Config(config or {}, aliases)
+
+
 def open_store(destination: str, config: Mapping[str, Any] | Config | None = None) -> Store:
     """The store for a destination URL, from whichever plugin registered its scheme."""
     url = normalise_url(destination)
-    cfg = config if isinstance(config, Config) else Config(config or {})
+    cfg = resolve_config(config)
     spec = get_registry().store_spec(scheme_of(url))
     check_config(cfg)
     return spec.factory(url, cfg)
@@ -189,7 +199,7 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     ``outcommit.committer.allow-unsafe=true``.
     """
     url = normalise_url(destination)
-    cfg = config if isinstance(config, Config) else Config(config or {})
+    cfg = resolve_config(config)
     registry = get_registry()
     scheme = scheme_of(url)
     store_spec = registry.store_spec(scheme)
@@ -223,7 +233,7 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
 def describe_capabilities(destination: str, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Store capabilities, default committer and safe committers for a URL (the CLI's view)."""
     url = normalise_url(destination)
-    cfg = Config(config or {})
+    cfg = resolve_config(config)
     registry = get_registry()
     spec = registry.store_spec(scheme_of(url))
     check_config(cfg)

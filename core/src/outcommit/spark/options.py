@@ -15,6 +15,7 @@ from ..context import SPARK_JOB_UUID_KEY, JobContext
 from ..engine.tasks import WriteSettings
 from ..engine.writer import FORMATS, check_compression
 from ..errors import ConfigError, OptionError
+from ..factory import resolve_config
 
 CONFLICT_KEY = "outcommit.committer.conflict-mode"
 
@@ -184,15 +185,15 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     config = Config(session).merged(write_config).to_dict()
 
     mode = lowered.get("conflictmode", "").strip().lower()
-    configured = Config(write_config).get_str(CONFLICT_KEY)
+    configured = resolve_config(write_config).get_str(CONFLICT_KEY)
     if mode:
         reason = f"option conflictMode={mode}"
     elif configured:
         mode, reason = configured.strip().lower(), f"write option {CONFLICT_KEY}={configured}"
     elif overwrite:
         mode, reason = "replace", "save mode overwrite"
-    elif Config(session).get_str(CONFLICT_KEY):
-        mode = str(Config(session).get_str(CONFLICT_KEY)).strip().lower()
+    elif resolve_config(session).get_str(CONFLICT_KEY):
+        mode = str(resolve_config(session).get_str(CONFLICT_KEY)).strip().lower()
         reason = f"Spark config {CONFLICT_KEY}={mode}"
     else:
         mode, reason = "append", "save mode append"
@@ -200,7 +201,7 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
         raise OptionError(f"conflict mode {mode!r} ({reason}): use fail, append or replace")
     # Drop every spelling of the conflict mode key so the resolved one is the only one.
     config = {k: v for k, v in config.items()
-              if Config({k: v}).get_str(CONFLICT_KEY) is None}
+              if resolve_config({k: v}).get_str(CONFLICT_KEY) is None}
     config[CONFLICT_KEY] = mode
 
     file_options: dict[str, Any] = {}
