@@ -160,3 +160,26 @@ def test_an_abort_never_needs_the_summary_report_directorys_plugin(tmp_path) -> 
     committer.cleanup_job(job)
     with pytest.raises(outcommit.UnknownSchemeError, match="ftp"):
         committer.setup_job(job)
+
+
+def test_a_committer_made_directly_says_how_to_get_a_summary_report_store(tmp_path) -> None:
+    """Committers reach a store other than their destination's only through the installed
+    components the factory gives them (the protocol module used to import the factory and
+    the registry for it, up the layers). One made directly has none: job setup says so,
+    before anything is written, rather than the report being lost at job commit."""
+    from outcommit.committers.fileoutput import FileOutputCommitterV1
+    from outcommit.factory import INSTALLED
+
+    dest, reports = f"file://{tmp_path}/out", f"file://{tmp_path}/reports"
+    config = Config({"outcommit.summary-report-dir": reports})
+    direct = FileOutputCommitterV1(dest, outcommit.open_store(dest), config)
+    with pytest.raises(ConfigError, match=r"a summary report directory needs the installed stores, "
+                                          r"which .* was made without: make it with "
+                                          r"outcommit\.create_committer"):
+        direct.setup_job(JobContext(dest))
+    assert list(tmp_path.iterdir()) == []
+    direct.components = INSTALLED
+    job = JobContext(dest)
+    direct.setup_job(job)
+    direct.commit_job(job, [])
+    assert [p.name for p in (tmp_path / "reports").iterdir()] == [f"summary-{job.job_id}-0.json"]

@@ -225,6 +225,28 @@ def test_a_config_read_while_plugins_load_reads_as_one_read_after(installed_test
     assert json.loads(result.stdout) == ["7", "7"]
 
 
+def test_normalising_a_url_loads_no_plugin() -> None:
+    """It loaded every installed plugin (to know which ``name:`` prefixes are schemes): a
+    plain path cost every plugin's import. The schemes of plugins known by name, and any
+    ``name:/``, are refused without '//' all the same."""
+    code = ("import json, sys\n"
+            "from outcommit import ConfigError\n"
+            "from outcommit.factory import normalise_url\n"
+            "import outcommit.plugins as plugins\n"
+            "refused = []\n"
+            "for url in ('s3:/bucket/x', 's3a:bucket/x', 'hdfs:/user/x', 'nosuch:/x'):\n"
+            "    try:\n        normalise_url(url)\n"
+            "    except ConfigError:\n        refused.append(url)\n"
+            "print(json.dumps([normalise_url('/tmp/run-2026-01-01T10:00'), refused,\n"
+            "                  sorted(n for n in sys.modules if n.startswith('outcommit_')),\n"
+            "                  plugins._registry is not None and plugins._registry._loaded]))\n")
+    result = run_with(None, code)  # autoload on: every plugin of this environment is installed
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == ["file:///tmp/run-2026-01-01T10:00",
+                                         ["s3:/bucket/x", "s3a:bucket/x", "hdfs:/user/x", "nosuch:/x"],
+                                         [], False]
+
+
 class _Registering:
     """A plugin whose hooks register through the registrar as ``register(...)`` (the earlier
     form), and (``wrong``) pass something that is not a spec."""

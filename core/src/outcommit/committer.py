@@ -7,7 +7,7 @@ import posixpath
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import fsspec
 
@@ -51,6 +51,22 @@ class JobLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         return f"[job {self.extra['job_id']}] {msg}", kwargs  # type: ignore[index]
 
 
+class Components(Protocol):
+    """The installed stores and committers, as a committer reaches them: injected by the
+    composition layer (``outcommit.factory`` sets ``Committer.components``), so the protocol
+    never looks anything up in the plugin registry itself. Picklable: a magic filesystem
+    sent to another process takes it along."""
+
+    def check_store(self, url: str) -> None:
+        """Raise :class:`~outcommit.errors.UnknownSchemeError` when no installed store serves ``url``."""
+
+    def open_store(self, url: str, config: Config) -> Store:
+        """The store of ``url`` (another than the destination's: the summary report directory)."""
+
+    def create_committer(self, destination: str, config: Mapping[str, str], name: str) -> Committer:
+        """Committer ``name`` for ``destination``, made again (in another process)."""
+
+
 class Committer:
     """Base of every committer: one instance is bound to one destination.
 
@@ -65,6 +81,8 @@ class Committer:
     capabilities: ClassVar[Capabilities] = Capabilities()
     #: Conflict mode when none is configured.
     default_conflict_mode: ClassVar[str] = "append"
+    #: The installed stores and committers (set by the factory; None when made directly).
+    components: Components | None = None
 
     def __init__(self, destination: str, store: Store, config: Config | None = None) -> None:
         self.destination = destination
@@ -111,10 +129,16 @@ class Committer:
         cleanups never write the report, and must not need its plugin."""
         report_dir = self.summary_report_dir()
         if report_dir:
-            from .factory import normalise_url, scheme_of
-            from .plugins import get_registry
+            self.installed("a summary report directory").check_store(report_dir)
 
-            get_registry().store_spec(scheme_of(normalise_url(report_dir)))
+    def installed(self, needed_by: str) -> Components:
+        """:attr:`components`, or a :class:`ConfigError` naming the fix when the committer
+        was made without them (directly, not by ``outcommit.create_committer``)."""
+        if self.components is None:
+            raise ConfigError(f"{needed_by} needs the installed stores, which {self!r} was made "
+                              "without: make it with outcommit.create_committer (or set its "
+                              "components)")
+        return self.components
 
     # -- capabilities ------------------------------------------------------------
     def has_capability(self, name: str) -> bool:
@@ -538,9 +562,7 @@ class Committer:
         if not report_dir:
             return
         try:
-            from .factory import open_store
-
-            store = open_store(report_dir, self.config)
+            store = self.installed("a summary report directory").open_store(report_dir, self.config)
             path = store.join(store.strip(report_dir), f"summary-{job.job_id}-{job.attempt}.json")
             store.save_json(path, summary.to_dict())
         except Exception:  # the report must never hide the commit's own outcome

@@ -7,14 +7,14 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .capabilities import STORE_CAPABILITIES
 from .committer import Committer
 from .config import Config, redact
 from .errors import ConfigError, UnsafeCommitterError
-from .plugins import KNOWN_DISTRIBUTIONS, get_registry
+from .plugins import KNOWN_DISTRIBUTIONS, Registry, get_registry
 from .selection import ALGORITHM_KEY, algorithm
 from .selection import CommitterSelector as CommitterSelector  # its home before selection.py
 from .store import Store
@@ -39,15 +39,18 @@ _CAPABILITY_MEANING = {
 _SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+):")
 
 
-def normalise_url(destination: str) -> str:
+def normalise_url(destination: str, schemes: Iterable[str] = ()) -> str:
     """A URL with a scheme: plain paths become absolute ``file://`` URLs.
 
     Refused (:class:`ConfigError`), because each would quietly name another place than
     the one meant: an empty destination (an unset variable: the current directory), a
     ``file`` URL naming a host (``file://tmp/x`` is host ``tmp``) or a relative path
-    (``file:tmp``), and a store's scheme without ``//`` (``s3:/bucket``, ``hdfs:/path``).
-    Hadoop's ``file:/path`` is ``file:///path``, ``file://localhost/path`` too; any other
-    ``name:`` prefix is part of a relative path (``run-2026-01-01T10:00``).
+    (``file:tmp``), and a store's scheme without ``//`` (``s3:/bucket``, ``hdfs:/path``):
+    a ``name:`` prefix followed by ``/``, or naming a scheme of ``schemes`` or of a plugin
+    known by name (``s3:bucket``). Hadoop's ``file:/path`` is ``file:///path``,
+    ``file://localhost/path`` too; any other ``name:`` prefix is part of a relative path
+    (``run-2026-01-01T10:00``). Pure: no plugin is loaded (the factory's entry points pass
+    the registered schemes, having loaded them anyway).
     """
     if not destination.strip():
         raise ConfigError("the destination is empty: give a URL (s3://bucket/table, "
@@ -62,7 +65,8 @@ def normalise_url(destination: str) -> str:
                 return "file://" + rest  # Hadoop's Path.toString() form
             raise ConfigError(f"destination {destination!r} is a relative file URL: write "
                               "file:///abs/path, or the path itself")
-        if scheme.lower() in _url_schemes():
+        known = {s.lower() for s in (*schemes, *KNOWN_DISTRIBUTIONS)}
+        if rest.startswith("/") or scheme.lower() in known:
             raise ConfigError(f"destination {destination!r} names the scheme {scheme!r} without "
                               f"'//': write {scheme}://authority/path (s3://bucket/table, "
                               f"hdfs://namenode:8020/path, hdfs:///path)")
@@ -70,13 +74,13 @@ def normalise_url(destination: str) -> str:
     return "file://" + os.path.abspath(destination)
 
 
-def _url_schemes() -> set[str]:
-    """The schemes a destination may name: registered, or of a plugin known by name."""
-    return {s.lower() for s in get_registry().stores()} | {s.lower() for s in KNOWN_DISTRIBUTIONS}
-
-
 def scheme_of(url: str) -> str:
     return normalise_url(url).split("://", 1)[0].lower()
+
+
+def _registered_url(destination: str, registry: Registry) -> str:
+    """``normalise_url`` with every registered scheme known (the registry is loaded)."""
+    return normalise_url(destination, registry.stores())
 
 
 def resolve_config(config: Mapping[str, Any] | Config | None = None) -> Config:
@@ -91,9 +95,10 @@ def resolve_config(config: Mapping[str, Any] | Config | None = None) -> Config:
 
 def open_store(destination: str, config: Mapping[str, Any] | Config | None = None) -> Store:
     """The store for a destination URL, from whichever plugin registered its scheme."""
-    url = normalise_url(destination)
+    registry = get_registry()
+    url = _registered_url(destination, registry)
     cfg = resolve_config(config)
-    spec = get_registry().store_spec(scheme_of(url))
+    spec = registry.store_spec(scheme_of(url))
     check_config(cfg)
     return spec.factory(url, cfg)
 
@@ -128,10 +133,11 @@ def shared_store(destination: str, config: Mapping[str, Any] | None = None) -> S
     job commit, so a committer on a shared store reports another user's requests only if
     they hit the same store at that moment; the local engine's driver opens its own.
     """
-    url = normalise_url(destination)
+    registry = get_registry()
+    url = _registered_url(destination, registry)
     items = tuple(sorted((str(k), str(v)) for k, v in (config or {}).items()))
     environment = frozenset(os.environ.items())
-    key = (get_registry().store_spec(scheme_of(url)).factory, url, items, environment)
+    key = (registry.store_spec(scheme_of(url)).factory, url, items, environment)
     with _SHARED_LOCK:
         store = _SHARED.pop(key, None)  # re-inserted last: the least recently used goes first
         if store is not None:
@@ -198,9 +204,9 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     the store lacks is refused (UnsafeCommitterError) unless ``allow_unsafe`` or
     ``outcommit.committer.allow-unsafe=true``.
     """
-    url = normalise_url(destination)
-    cfg = resolve_config(config)
     registry = get_registry()
+    url = _registered_url(destination, registry)
+    cfg = resolve_config(config)
     scheme = scheme_of(url)
     store_spec = registry.store_spec(scheme)
     check_config(cfg)
@@ -226,15 +232,16 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
         why += f"; UNSAFE: store lacks {', '.join(missing)} (allowed by override)"
     instance = spec.factory(url, the_store, cfg)
     instance.selection = why
+    instance.components = INSTALLED
     log.info("committer %s for %s (%s); config %s", name, url, why, redact(dict(cfg)))
     return instance
 
 
 def describe_capabilities(destination: str, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Store capabilities, default committer and safe committers for a URL (the CLI's view)."""
-    url = normalise_url(destination)
-    cfg = resolve_config(config)
     registry = get_registry()
+    url = _registered_url(destination, registry)
+    cfg = resolve_config(config)
     spec = registry.store_spec(scheme_of(url))
     check_config(cfg)
     store = spec.factory(url, cfg)
@@ -253,3 +260,22 @@ def describe_capabilities(destination: str, config: Mapping[str, Any] | None = N
                            "capabilities": sorted(s.capabilities.names)}
                        for n, s in sorted(registry.committers().items())},
     }
+
+
+class _Installed:
+    """The registry's stores and committers as a committer reaches them
+    (``Committer.components``): the factory injects them into every committer it makes, so
+    the protocol layer never imports the registry. Stateless, so it pickles by reference."""
+
+    def check_store(self, url: str) -> None:
+        registry = get_registry()
+        registry.store_spec(scheme_of(_registered_url(url, registry)))
+
+    def open_store(self, url: str, config: Config) -> Store:
+        return open_store(url, config)
+
+    def create_committer(self, destination: str, config: Mapping[str, str], name: str) -> Committer:
+        return create_committer(destination, config, name)
+
+
+INSTALLED = _Installed()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import threading
 from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,9 @@ from .operations import abortable_commits
 from .tracker import AttemptUploads, abort_started
 
 if TYPE_CHECKING:
-    from .magic import MagicCommitterBase as MagicCommitter
+    from outcommit.committer import Components
+
+    from .committer import DelayedCompletionCommitter
 
 MAGIC = "__magic"
 BASE = "__base"
@@ -222,7 +225,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
     protocol = ("s3", "s3a")  # fsspec's registry needs one; paths are stripped by the store
     cachable = False  # one per committer and task, never shared through fsspec's cache
 
-    def __init__(self, committer: MagicCommitter, task: TaskAttemptContext,
+    def __init__(self, committer: DelayedCompletionCommitter, task: TaskAttemptContext,
                  inner: fsspec.AbstractFileSystem, part_size: int,
                  tracker: AttemptUploads | None = None) -> None:
         super().__init__()
@@ -262,10 +265,13 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         # Sent to another process (a pool, Dask, Ray): writers there cannot reach this
         # process's memory, so they save .pending files, and this attempt's task commit
         # will list them.
+        components = self.committer.installed(f"sending {self.committer.name}'s filesystem to "
+                                              "another process")
         if self.tracker is not None:
             self.tracker.shared = True
-        return (_rebuild, (self.committer.destination, dict(self.committer.config.to_dict()),
-                           self.task.to_dict(), self.committer.name))
+        return (_rebuild, (components, self.committer.destination,
+                           dict(self.committer.config.to_dict()), self.task.to_dict(),
+                           self.committer.name))
 
     def _final(self, path: str) -> str | None:
         return magic_destination(self.committer.dest, self._strip_protocol(path))
@@ -379,14 +385,20 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         self.inner.invalidate_cache(path)
 
 
-def _rebuild(destination: str, config: dict[str, str], task: dict[str, Any],
-             name: str = "magic") -> MagicFileSystem:
-    """A task's magic filesystem in another process: its writers save .pending files."""
-    from outcommit.factory import create_committer
+class _Rebuilding(threading.local):
+    """Set while a pickled filesystem is rebuilt in another process (it saves .pending files)."""
 
-    from .magic import _rebuilding
+    active = False
 
-    committer = create_committer(destination, config, name)
+
+_rebuilding = _Rebuilding()
+
+
+def _rebuild(components: Components, destination: str, config: dict[str, str],
+             task: dict[str, Any], name: str) -> MagicFileSystem:
+    """A task's magic filesystem in another process: its writers save .pending files. The
+    committer is made again by the installed components it was made with (the factory's)."""
+    committer = components.create_committer(destination, config, name)
     _rebuilding.active = True
     try:
         return committer.filesystem(TaskAttemptContext.from_dict(task))  # type: ignore[no-any-return]

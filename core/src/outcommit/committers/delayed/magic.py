@@ -27,7 +27,7 @@ from outcommit.store import FileInfo
 
 from .committer import DelayedCompletionCommitter
 from .files import PENDING_SUFFIX, PendingCommit, PendingSet, parse_commit
-from .filesystem import BASE, MAGIC, MagicFileSystem
+from .filesystem import BASE, MAGIC, MagicFileSystem, _rebuilding
 from .operations import abortable_commits
 from .tracker import AttemptUploads
 
@@ -172,11 +172,3 @@ class MagicCommitterBase(DelayedCompletionCommitter):
         finally:
             self._end_attempt(task)
 
-
-class _Rebuilding(threading.local):
-    """Set while a pickled filesystem is rebuilt in another process (it saves .pending files)."""
-
-    active = False
-
-
-_rebuilding = _Rebuilding()
