@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from outcommit.keys import generated_sections, render
+from outcommit.docsgen import generated_sections, render
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

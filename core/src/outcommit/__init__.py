@@ -47,8 +47,7 @@ from .redaction import install_log_redaction
 from .selection import CommitterSelector
 from .store import FileInfo, Store, StoreSpec
 from .success import SUCCESS_FILE, SuccessData, load_success
-
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 # Every log record of the process is scrubbed of secrets, an SDK's as much as ours.
 install_log_redaction()

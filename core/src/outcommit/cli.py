@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from . import __version__
 from .commands import Command as Command  # its home before commands.py
 from .errors import OutcommitError
 from .plugins import get_registry
 from .redaction import scrub
+from .version import __version__
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -81,7 +81,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     if args.write_docs:
         from pathlib import Path
 
-        from .keys import generated_sections, render
+        from .docsgen import generated_sections, render
 
         for name, section, body in generated_sections():
             doc = Path(args.write_docs) / name

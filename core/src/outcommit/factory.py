@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from . import keys
 from .capabilities import STORE_CAPABILITIES
 from .committer import Committer
 from .config import Config, redact
@@ -187,9 +188,7 @@ def select_committer(scheme: str, config: Config, explicit: str | None,
 
 def check_config(config: Config) -> list[str]:
     """Refuse ``outcommit.`` keys no installed component reads (see :mod:`outcommit.keys`)."""
-    from .keys import check
-
-    return check(config)
+    return keys.check(config)
 
 
 def create_committer(destination: str, config: Mapping[str, Any] | Config | None = None,

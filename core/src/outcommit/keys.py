@@ -101,25 +101,3 @@ def markdown_table() -> str:
         description = info.description.replace("|", "\\|")
         rows.append(f"| {name} | {other} | {info.plugin} | {description} |")
     return "\n".join(rows) + "\n"
-
-
-#: Generated sections of the docs: (file under docs/, marker name, generator).
-GENERATED = (("configuration.md", "config-keys", markdown_table),)
-
-
-def generated_sections() -> list[tuple[str, str, str]]:
-    """(doc file, section name, its generated text), for the docs and their test."""
-    from .spark.options import options_markdown, stream_options_markdown
-
-    return [*((f, n, g()) for f, n, g in GENERATED), ("pyspark.md", "write-options", options_markdown()),
-            ("streaming.md", "stream-options", stream_options_markdown())]
-
-
-def render(text: str, name: str, body: str) -> str:
-    """``text`` with the section between ``<!-- generated: name -->`` and
-    ``<!-- end generated: name -->`` replaced by ``body``."""
-    begin, end = f"<!-- generated: {name} -->", f"<!-- end generated: {name} -->"
-    head, found, rest = text.partition(begin)
-    if not found or end not in rest:
-        raise ValueError(f"no generated section {name!r} in the document")
-    return f"{head}{begin}\n{body}{end}{rest.partition(end)[2]}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from ..engine.tasks import commit_accepted_attempts, commits_on_executor
 from ..errors import InjectedFailure, OptionError, OutcommitError
 from ..factory import create_committer, shared_store
 from ..success import SuccessData
+from .logs import driver_logging as _driver_logging
 from .options import WritePlan, build_plan
 
 log = logging.getLogger("outcommit.spark")
@@ -75,16 +75,6 @@ def _peak_rss() -> int:
     import resource
 
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-
-
-def _driver_logging() -> None:
-    """Make the driver's INFO summary visible: Spark's Python processes configure no logging."""
-    if not log.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s INFO outcommit: %(message)s", "%H:%M:%S"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
 
 
 class OutcommitDataSource(DataSource):  # type: ignore[misc]

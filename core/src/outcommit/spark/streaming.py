@@ -26,7 +26,7 @@ from ..engine.tasks import write_attempt
 from ..errors import InjectedFailure, OutcommitError
 from ..factory import shared_store
 from ..streaming.sink import BatchIdentity, BatchTaskResult, StreamingSink
-from .datasource import _driver_logging
+from .logs import driver_logging as _driver_logging
 from .options import StreamPlan
 
 log = logging.getLogger("outcommit.spark")

@@ -40,15 +40,22 @@ import binascii
 import re
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from outcommit.errors import StoreError, UploadGoneError
 from outcommit.multipart import DEFAULT_PART_SIZE, BlockLists, PendingUpload
 
 from .errors import translated
 
-if TYPE_CHECKING:
-    from .store import AzureStore
+
+class BlobAccess(Protocol):
+    """What the block lists use of their store (``AzureStore``, which makes them): named
+    here, so this module needs not import the store that imports it."""
+
+    @property
+    def service(self) -> Any: ...  # azure.storage.blob.BlobServiceClient
+    def url(self, path: str) -> str: ...
+    def translate_error(self, exc: BaseException, operation: str, path: str | None) -> StoreError | None: ...
 
 #: Azure's limits: 50,000 committed blocks per blob, 4,000 MiB per block.
 MAX_BLOCKS = 50_000
@@ -93,12 +100,13 @@ class AzureBlockLists(BlockLists):
     max_part_size = MAX_BLOCK_SIZE
     max_object_size = MAX_BLOCKS * MAX_BLOCK_SIZE
 
-    def __init__(self, store: AzureStore, part_size: int = DEFAULT_PART_SIZE) -> None:
+    def __init__(self, store: BlobAccess, part_size: int = DEFAULT_PART_SIZE) -> None:
         self.store = store
         self.part_size = part_size
 
     def _blob(self, path: str) -> Any:
-        return self.store._blob(path)
+        container, _, blob = path.partition("/")
+        return self.store.service.get_blob_client(container, blob)
 
     def translate_error(self, exc: BaseException, operation: str, path: str | None) -> StoreError | None:
         return self.store.translate_error(exc, operation, path)

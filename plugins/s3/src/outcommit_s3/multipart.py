@@ -12,14 +12,28 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from outcommit.errors import UploadGoneError, UploadPendingError
 from outcommit.multipart import MultipartUploads, PendingUpload
-from outcommit.retry import RetryLater
+from outcommit.retry import RetryLater, RetryPolicy
+from outcommit.store import FileInfo
 
-if TYPE_CHECKING:
-    from .store import S3Store
+from .settings import S3Settings
+
+
+class S3Access(Protocol):
+    """What the uploads use of their store (``S3Store``, which makes them): named here,
+    so this module needs not import the store that imports it."""
+
+    settings: S3Settings
+    retry: RetryPolicy
+
+    @property
+    def client(self) -> Any: ...
+    def split(self, path: str) -> tuple[str, str]: ...
+    def url(self, path: str) -> str: ...
+    def info(self, path: str) -> FileInfo | None: ...
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +81,7 @@ def _parts(etags: Sequence[str]) -> list[dict[str, Any]]:
 class S3MultipartUploads(MultipartUploads):
     """Multipart operations of one S3 store, on store paths (``bucket/key``)."""
 
-    def __init__(self, store: S3Store) -> None:
+    def __init__(self, store: S3Access) -> None:
         self.store = store
         self.part_size = store.settings.part_size
         self.max_parts, self.max_part_size, self.max_object_size = MAX_PARTS, MAX_PART_SIZE, MAX_OBJECT_SIZE

@@ -12,18 +12,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from outcommit import capabilities as caps
+from outcommit.committer import JobEvidence
 from outcommit.context import JobContext
 from outcommit.store import FileInfo, Store
 
 from .files import PENDING_SUFFIX, PENDINGSET_SUFFIX, Expectations, PendingCommit
 from .layout import JobLayout
-from .operations import Logger, abortable_commits
+from .operations import CommitOperations, Logger, abortable_commits
 
-if TYPE_CHECKING:
-    from .committer import DelayedCompletionCommitter
+
+class Ending(Protocol):
+    """What :func:`teardown` uses of the committer whose job it ends
+    (``DelayedCompletionCommitter``): named here, so this module needs not import it."""
+
+    destination: str
+    ops: CommitOperations
+    abort_pending: bool
+
+    def layout(self, job: JobContext) -> JobLayout: ...
+    def logger(self, job: JobContext) -> Logger: ...
+    def expectations(self, job: JobContext) -> Expectations: ...
+    def spares_newer_uploads(self) -> bool: ...
+    def job_started(self, job: JobContext) -> datetime | None: ...
+    def job_evidence(self, job: JobContext) -> JobEvidence: ...
+    def kept_on_abort(self, job: JobContext) -> bool: ...
+    def sweep(self, job: JobContext, *, started: datetime | None = None) -> Any: ...
+    def interrupted_commit_kept(self, job: JobContext, error: BaseException | None = None,
+                                aborted: bool = False, began: bool = True) -> None: ...
+    def cleanup_local(self, job: JobContext) -> None: ...
 
 
 def end_job(layout: JobLayout, job: JobContext) -> None:
@@ -74,7 +93,7 @@ def delete_state(layout: JobLayout, listed: Future[list[FileInfo]] | None = None
         meta.delete_files(late)
 
 
-def teardown(committer: DelayedCompletionCommitter, job: JobContext, *, delete_completed: bool,
+def teardown(committer: Ending, job: JobContext, *, delete_completed: bool,
              sweep_destination: bool = True, own_aborts: bool = True, end: bool = True,
              listed: Future[list[FileInfo]] | None = None, committed: bool = False) -> None:
     """End the job, abort its uploads (and the destination's orphans), delete its state.
