@@ -196,13 +196,12 @@ def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
     assert leftovers(store, store.strip(url)) == []
 
 
-def test_a_task_that_cannot_read_the_abort_mark_fails(ray_cluster: None, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail closed: Ray's GCS not answering the abort mark's lookup (the real key-value
-    function, wrapped to fail) fails the task rather than let it keep its output."""
+def test_a_task_that_cannot_read_the_abort_mark_fails(ray_cluster: None, tmp_path: Path) -> None:
+    """Fail closed: the driver's job-state actor gone (terminated for real, by Ray's own
+    actor call, ordered before the task's) fails the task rather than let it keep its
+    output; the driver's next write starts another actor and commits."""
+    import contextlib
     from types import SimpleNamespace
-
-    from ray.experimental import internal_kv
 
     import outcommit.ray
     from outcommit import CommitError
@@ -210,16 +209,27 @@ def test_a_task_that_cannot_read_the_abort_mark_fails(ray_cluster: None, tmp_pat
     url = f"file://{tmp_path}/out"
     sink = outcommit.ray.Datasink(url, committer="v1", max_rows_per_file=100)
     sink.on_write_start()
-    real_exists = internal_kv._internal_kv_exists
-
-    def unreachable(key: bytes, *args: Any, **kwargs: Any) -> Any:
-        if key.startswith(b"aborted/"):
-            raise ConnectionError("GCS unreachable")
-        return real_exists(key, *args, **kwargs)
-
-    monkeypatch.setattr(internal_kv, "_internal_kv_exists", unreachable)
+    with contextlib.suppress(ray.exceptions.RayActorError):
+        ray.get(sink.states.__ray_terminate__.remote())
     with pytest.raises(CommitError, match="cannot tell whether the job was aborted"):
         sink.write(iter([table()]), SimpleNamespace(task_idx=0))
+    again = f"file://{tmp_path}/again"
+    dataset().write_datasink(outcommit.ray.Datasink(again, committer="v1"))
+    assert load_success(open_store(again), f"{tmp_path}/again/_SUCCESS").metrics["ray.tasks"] == TASKS
+
+
+def test_job_states_number_each_tasks_attempts_and_keep_abort_marks() -> None:
+    """What the driver's actor answers (the class itself, without Ray)."""
+    from outcommit.ray import JobStates
+
+    states = JobStates()
+    assert [states.next_attempt("a", 1) for _ in range(3)] == [0, 1, 2]
+    assert (states.next_attempt("a", 2), states.next_attempt("b", 1)) == (0, 0)
+    states.mark_aborted("b")
+    states.forget("a")
+    states.forget("b")
+    assert states.next_attempt("a", 1) == 0
+    assert (states.is_aborted("a"), states.is_aborted("b")) == (False, True)
 
 
 def _read_back(url: str) -> tuple[int, list[tuple[str, pa.DataType]]]:

@@ -28,11 +28,16 @@ The lifecycle is the protocol's (docs/protocol.md, engines' duties):
 A failed write does not wait for its other tasks: Ray Data cancels them (an interrupt,
 not a wait) and calls ``on_write_failed`` at once, so a task may still be writing when
 the job is aborted, and a file it closes afterwards would outlive the abort. So the
-driver marks the job aborted (a key in Ray's GCS key-value store) before it aborts, and
-a task checks that mark after writing (write, then check): a task that saw no mark
-wrote everything before the abort began, which removes it; a task that sees the mark
-aborts and cleans up the job itself (both idempotent) and fails. A task that sees the
-mark before writing writes nothing.
+driver marks the job aborted before it aborts, and a task checks that mark after
+writing (write, then check): a task that saw no mark wrote everything before the abort
+began, which removes it; a task that sees the mark aborts and cleans up the job itself
+(both idempotent) and fails. A task that sees the mark before writing writes nothing.
+
+The marks, and each task's attempt number (which Ray's public runtime context does not
+tell), are kept by one small actor per driver process (:class:`JobStates`: no CPU, started
+with the first write, alive as long as the driver), which the tasks reach through the
+handle the sink carries: Ray's public actor API only (it replaced ``ray._private`` and the
+internal key-value store, which change between minor releases).
 
 Ray is imported only when ``Datasink`` is first used: ``outcommit`` never needs it.
 """
@@ -43,6 +48,7 @@ import functools
 import logging
 import os
 import secrets
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -58,67 +64,128 @@ from .success import SuccessData
 
 log = logging.getLogger("outcommit.ray")
 
-__all__ = ["Datasink", "DatasinkBase", "task_attempt_number"]
+__all__ = ["Datasink", "DatasinkBase", "JobStates", "job_states", "task_attempt_number"]
 
 
-def task_attempt_number() -> int:
-    """The running Ray task's attempt number (0, then 1 for its first retry, ...).
+class JobStates:
+    """What the tasks of a driver's writes ask it: their attempt numbers and the abort marks
+    (module docs). Run as a Ray actor (:func:`job_states`); a plain object in a test."""
 
-    Ray's public runtime context does not tell it; its core worker does. Where that is
-    not available, a random number: attempts need distinct numbers, not consecutive ones.
-    """
+    def __init__(self) -> None:
+        self._attempts: dict[tuple[str, int], int] = {}
+        self._aborted: set[str] = set()
+
+    def next_attempt(self, job_id: str, index: int) -> int:
+        """0 for a task's first attempt, then 1, 2... for Ray's retries of it."""
+        number = self._attempts.get((job_id, index), 0)
+        self._attempts[(job_id, index)] = number + 1
+        return number
+
+    def mark_aborted(self, job_id: str) -> None:
+        self._aborted.add(job_id)
+
+    def is_aborted(self, job_id: str) -> bool:
+        return job_id in self._aborted
+
+    def forget(self, job_id: str) -> None:
+        """A committed job's counters go (no task of it runs any more); abort marks never
+        do: a straggler may check one at any time after the abort (a few bytes each)."""
+        self._attempts = {k: v for k, v in self._attempts.items() if k[0] != job_id}
+
+
+_STATES: list[Any] = []  # this driver process's JobStates actor handle, once started
+_STATES_LOCK = threading.Lock()
+
+
+def job_states() -> Any:
+    """This driver process's :class:`JobStates` actor (started on first use, and again if
+    it died or Ray was restarted); None outside a Ray driver. It lives while the driver
+    keeps the handle, which this module does (a non-detached actor: it ends with the
+    driver, and its tasks with it)."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    with _STATES_LOCK:
+        if _STATES:
+            try:
+                ray.get(_STATES[0].is_aborted.remote(""))
+                return _STATES[0]
+            except Exception:  # died, or belongs to a Ray session since shut down
+                log.warning("the outcommit job-state actor is gone: starting another", exc_info=True)
+                _STATES.clear()
+        handle = _job_states_actor().remote()
+        _STATES.append(handle)
+        return handle
+
+
+@functools.cache
+def _job_states_actor() -> Any:
+    import ray
+
+    # No CPU: it must never wait for a slot the write's own tasks hold.
+    return ray.remote(num_cpus=0, max_restarts=0)(JobStates)
+
+
+def task_attempt_number(states: Any, job_id: str, index: int) -> int:
+    """The running task's attempt number (0, then 1 for its first retry, ...), from the
+    driver's :class:`JobStates`. Where it cannot answer, a random number: attempts need
+    distinct numbers, not consecutive ones."""
+    if states is not None:
+        try:
+            import ray
+
+            return int(ray.get(states.next_attempt.remote(job_id, index)))
+        except Exception:
+            log.warning("job %s: the driver's job-state actor gave task %d no attempt number: "
+                        "drawing one", job_id, index, exc_info=True)
+    return secrets.randbelow(1 << 30) + 1000
+
+
+def _mark_aborted(states: Any, job_id: str) -> bool:
+    """Record with the driver's :class:`JobStates` that ``job_id`` is aborted (module
+    docs); False where it cannot be recorded."""
+    if states is None:
+        return False
     try:
         import ray
 
-        worker: Any = ray._private.worker.global_worker
-        return int(worker.core_worker.get_current_task_attempt_number())
-    except Exception:
-        return secrets.randbelow(1 << 30) + 1000
-
-
-_KV_NAMESPACE = "outcommit"
-
-
-def _abort_key(job_id: str) -> bytes:
-    return f"aborted/{job_id}".encode()
-
-
-def _mark_aborted(job_id: str) -> bool:
-    """Record in Ray's GCS that ``job_id`` is aborted (module docs); False where Ray cannot."""
-    try:
-        from ray.experimental import internal_kv
-
-        kv: Any = internal_kv  # Ray's key-value functions are untyped
-        if not kv._internal_kv_initialized():
-            return False
-        kv._internal_kv_put(_abort_key(job_id), b"1", namespace=_KV_NAMESPACE)
+        ray.get(states.mark_aborted.remote(job_id))
         return True
     except Exception:
-        log.warning("could not mark job %s aborted in Ray's GCS: a task still writing may leave "
-                    "files behind", job_id, exc_info=True)
+        log.warning("could not mark job %s aborted: a task still writing may leave files "
+                    "behind", job_id, exc_info=True)
         return False
 
 
-def _is_aborted(job_id: str) -> bool:
+def _is_aborted(states: Any, job_id: str) -> bool:
     """Whether the driver marked ``job_id`` aborted; False outside Ray (no mark can exist).
 
-    Fails closed: where the mark cannot be read, this raises, so the task fails (Ray
-    retries it, or the write fails and is aborted) instead of keeping output that the
-    abort may already have passed by. The mark is never deleted: a straggler may check
-    it at any time after the abort (one small key per failed job, in Ray's GCS).
+    Fails closed: where the mark cannot be read (the driver's job-state actor is gone),
+    this raises, so the task fails (Ray retries it, or the write fails and is aborted)
+    instead of keeping output that the abort may already have passed by.
     """
+    if states is None:
+        return False
     try:
-        from ray.experimental import internal_kv
+        import ray
 
-        kv: Any = internal_kv  # Ray's key-value functions are untyped
-        if not kv._internal_kv_initialized():
-            return False
-        return bool(kv._internal_kv_exists(_abort_key(job_id), namespace=_KV_NAMESPACE))
+        return bool(ray.get(states.is_aborted.remote(job_id)))
     except Exception as exc:
-        log.error("could not read job %s's abort mark in Ray's GCS: failing the task", job_id,
-                  exc_info=True)
+        log.error("could not read job %s's abort mark: failing the task", job_id, exc_info=True)
         raise CommitError(f"job {job_id}: cannot tell whether the job was aborted ({exc}): "
                           f"the task fails rather than keep its output") from exc
+
+
+def _forget(states: Any, job_id: str) -> None:
+    """A committed job's attempt counters go (never raises: the job is committed)."""
+    if states is None:
+        return
+    try:
+        states.forget.remote(job_id)  # nothing waits for the answer
+    except Exception:
+        log.warning("job %s: the job-state actor could not be told the job ended", job_id,
+                    exc_info=True)
 
 
 class DatasinkBase:
@@ -152,6 +219,8 @@ class DatasinkBase:
         self.fail_task_once = fail_task_once
         self.failure = failure
         self.job: dict[str, Any] = {}
+        #: The driver's JobStates actor (set at job setup, carried to the tasks).
+        self.states: Any = None
         self.summary: SuccessData | None = None
         self.results: list[AttemptResult] = []
         self._started = 0.0
@@ -170,6 +239,7 @@ class DatasinkBase:
         # A new job for every write (the tasks get this object as it is after this call,
         # measured with Ray 2.60): a Datasink may be used twice.
         self.job = JobContext(self.destination, config=self.config, task_messages=True).to_dict()
+        self.states = job_states()
         self.schema = self.given_schema or _ray_schema(schema)
         committer, job = self._committer()
         self._started = time.monotonic()
@@ -202,6 +272,7 @@ class DatasinkBase:
             committer.cleanup_job(job)
             raise
         self.results = sorted(results, key=lambda r: r.task_index)
+        _forget(self.states, job.job_id)
         log.info("job %s: committed %s: %d files, %d rows from %d tasks (%d retried) in %.1f s",
                  job.job_id, self.destination, sum(len(r.files) for r in results),
                  sum(r.rows for r in results), len(results),
@@ -215,7 +286,7 @@ class DatasinkBase:
             log.warning("job %s: the write to %s failed (%s): aborting", job.job_id, self.destination,
                         error)
             # First the mark: a task still writing checks it after its last write.
-            _mark_aborted(job.job_id)
+            _mark_aborted(self.states, job.job_id)
             # Every attempt's leftovers, also those of attempts that died without a result.
             committer.abort_job(job)
             committer.cleanup_job(job)
@@ -225,7 +296,8 @@ class DatasinkBase:
     # -- task attempt -----------------------------------------------------------------------------
     def write(self, blocks: Iterable[Any], ctx: Any) -> AttemptResult:
         committer, job = self._committer()
-        index, attempt = int(ctx.task_idx), task_attempt_number()
+        index = int(ctx.task_idx)
+        attempt = task_attempt_number(self.states, job.job_id, index)
         fail_now = self.fail_task_once == index and attempt == 0
 
         def on_file(seq: int, relative: str, closed: int) -> None:
@@ -235,7 +307,7 @@ class DatasinkBase:
                 raise InjectedFailure(f"injected failure: Ray task {index} attempt {attempt} "
                                       f"dies after writing {closed} file(s)")
 
-        if _is_aborted(job.job_id):
+        if _is_aborted(self.states, job.job_id):
             raise CommitError(f"job {job.job_id} was aborted: task {index} writes nothing")
         try:
             result = write_attempt(committer, job.task_attempt(index, attempt), _arrow_batches(blocks),
@@ -243,7 +315,7 @@ class DatasinkBase:
             if fail_now:
                 on_file(0, "", max(1, len(result.files)))
         finally:
-            aborted = _is_aborted(job.job_id)  # write, then check (module docs)
+            aborted = _is_aborted(self.states, job.job_id)  # write, then check (module docs)
             if aborted:
                 log.warning("job %s was aborted while task %d attempt %d wrote: cleaning up after it",
                             job.job_id, index, attempt)
