@@ -135,3 +135,22 @@ def test_a_move_that_ignores_the_precondition_is_probed_once_and_not_used(
     store.rename_file(f"{root}/a", f"{root}/b")  # rewrite + delete: the move is not used
     assert len(moves) == 1
     assert store.read_bytes(f"{root}/b") == b"data" and not store.exists(f"{root}/a")
+
+
+def test_requests_are_counted_through_public_hooks_and_the_filesystem_still_pickles(
+        gcs_root: str, gcs_config: dict) -> None:
+    """Counted by aiohttp's request tracing, given through gcsfs's public ``session_kwargs``
+    (outcommit_gcs.tracing; an instance's ``_call`` was swapped before). fsspec filesystems
+    travel to workers pickled: the store's still does, its copy counting nothing."""
+    import pickle
+
+    store = open_store(gcs_root, gcs_config)
+    assert isinstance(store, GcsStore)
+    path = f"{store.strip(gcs_root)}/counted"
+    store.write_bytes(path, b"x")
+    assert counters(store) == {"object_put_request": 1}
+    copy = pickle.loads(pickle.dumps(store.fs))
+    assert copy.cat_file(path) == b"x"
+    assert counters(store) == {"object_put_request": 1}
+    assert store.read_bytes(path) == b"x"
+    assert counters(store)["action_http_get_request"] == 1

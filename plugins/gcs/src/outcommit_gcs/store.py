@@ -53,6 +53,8 @@ from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.store import FileInfo, RenameOutcome, Store
 
+from .tracing import PROBE_MARKER, trace_config
+
 GCS_CAPABILITIES = Capabilities.of(
     caps.RENAME_FILE_ATOMIC,
     caps.LISTING_CONSISTENT,
@@ -78,11 +80,6 @@ CONFIG_KEYS: dict[str, str] = {
     MOVE_KEY: "auto (default: probe the server once per store), move (objects.move) or rewrite "
               "(rewrite + delete, destination checked first)",
 }
-
-# Requests by gcsfs path template and method, counted under Hadoop-like names.
-_OPERATIONS = (("moveTo", "object_move_request"), ("rewriteTo", "object_copy_requests"),
-               ("copyTo", "object_copy_requests"))
-
 
 @dataclass(frozen=True)
 class RenameSupport:
@@ -114,8 +111,11 @@ class GcsStore(Store):
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
         from gcsfs.core import GCSFileSystem
 
-        # Its own instance (no fsspec instance cache): the request counter below is this store's.
-        options: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True}
+        # Its own instance (no fsspec instance cache): the request counter is this store's.
+        # Every request of its aiohttp session is counted (and the probe's move asked once)
+        # through aiohttp's public request tracing: outcommit_gcs.tracing.
+        options: dict[str, Any] = {"use_listings_cache": False, "skip_instance_cache": True,
+                                   "session_kwargs": {"trace_configs": [trace_config(self.iostatistics.add)]}}
         endpoint = self.config.get_str(ENDPOINT_KEY)
         if endpoint:
             options["endpoint_url"] = endpoint
@@ -125,15 +125,7 @@ class GcsStore(Store):
         token = self.config.get_str(TOKEN_KEY)
         if token:
             options["token"] = token
-        fs = GCSFileSystem(**options)
-        call = fs._call
-
-        async def counted(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
-            self.iostatistics.add(_statistic(method, path))
-            return await call(method, path, *args, **kwargs)
-
-        fs._call = counted  # every JSON API request of this store, counted
-        return fs
+        return GCSFileSystem(**options)
 
     # Paths without a client: creating gcsfs's filesystem looks for credentials (seconds
     # without a metadata server), which a committer's construction must not wait for.
@@ -216,14 +208,14 @@ class GcsStore(Store):
 
     def _probe(self, directory: str) -> RenameSupport:
         tag = uuid.uuid4().hex
-        a, b = f"{directory}/.outcommit-probe-{tag}-a", f"{directory}/.outcommit-probe-{tag}-b"
+        a, b = f"{directory}/{PROBE_MARKER}{tag}-a", f"{directory}/{PROBE_MARKER}{tag}-b"
         bucket, a_key, _ = self.fs.split_path(a)
         _, b_key, _ = self.fs.split_path(b)
         self.fs.pipe_file(a, b"a")
         self.fs.pipe_file(b, b"b")
         try:
             try:  # onto an existing object: a server with move and its precondition refuses
-                self._move(bucket, a_key, b_key, {"ifGenerationMatch": "0"}, once=True)
+                self._move(bucket, a_key, b_key, {"ifGenerationMatch": "0"})
                 move, answer = False, "objects.move ignores ifGenerationMatch=0 (not used)"
                 self.fs.pipe_file(a, b"a")  # it moved a onto b: the rewrite probe needs a again
             except FileExistsError:
@@ -262,24 +254,13 @@ class GcsStore(Store):
         return True
 
     def _call(self, *args: Any, **kwargs: Any) -> Any:
-        """A JSON API request through gcsfs (``fs.call`` would skip this store's counter)."""
-        from fsspec.asyn import sync
+        """A JSON API request through gcsfs's public ``call`` (counted by the tracing)."""
+        return self.fs.call(*args, **kwargs)
 
-        return sync(self.fs.loop, self.fs._call, *args, **kwargs)
-
-    def _move(self, bucket: str, src_key: str, dst_key: str, params: dict[str, Any],
-              once: bool = False) -> None:
-        args = ("POST", "b/{}/o/{}/moveTo/o/{}", bucket, src_key, dst_key)
-        headers = {"Content-Type": "application/json"}
-        if not once:
-            self._call(*args, headers=headers, json_out=True, **params)
-            return
-        # The probe asks once: gcsfs retries a 501 (gcp-storage-emulator's answer) for ~30 s.
-        from fsspec.asyn import sync
-
-        self.iostatistics.add("object_move_request")
-        request = type(self.fs)._request.__wrapped__  # gcsfs's request without its retry loop
-        sync(self.fs.loop, request, self.fs, *args, headers=headers, **params)
+    def _move(self, bucket: str, src_key: str, dst_key: str, params: dict[str, Any]) -> None:
+        """``objects.move``; the probe's is asked once (``outcommit_gcs.tracing``)."""
+        self._call("POST", "b/{}/o/{}/moveTo/o/{}", bucket, src_key, dst_key,
+                   headers={"Content-Type": "application/json"}, json_out=True, **params)
 
     def _rewrite(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str,
                  params: dict[str, Any]) -> None:
@@ -324,21 +305,3 @@ class GcsStore(Store):
             # A different object is there: not this rename's copy. The source tells the rest.
             return "unknown"
         return super().rename_outcome(src, dst, src_info)
-
-
-def _statistic(method: str, path: str) -> str:
-    """The name a JSON API request is counted under (Hadoop's where one exists)."""
-    for marker, name in _OPERATIONS:
-        if marker in path:
-            return name
-    if "upload/" in path:
-        return "object_put_request"
-    if method == "DELETE":
-        return "object_delete_request"
-    if method == "GET" and path.rstrip("/").endswith("/o"):
-        return "object_list_request"
-    if method == "GET" and ("alt=media" in path or "/download/" in path):
-        return "action_http_get_request"
-    if method == "GET":
-        return "object_metadata_request" if "/o/" in path else "gcs_get"
-    return f"gcs_{method.lower()}"
