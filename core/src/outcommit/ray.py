@@ -373,7 +373,7 @@ def _ray_schema(schema: Any) -> Any:
 def _datasink_class() -> type:
     import ray.data
 
-    class Datasink(DatasinkBase, ray.data.Datasink[AttemptResult]):  # type: ignore[misc]
+    class Datasink(DatasinkBase, ray.data.Datasink[AttemptResult]):
         """``ds.write_datasink(outcommit.ray.Datasink(url, ...))``."""
 
     # Pickled by reference (``outcommit.ray.Datasink``): workers import it as users do.

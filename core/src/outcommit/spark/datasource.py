@@ -53,7 +53,7 @@ def reported_to_spark(step: str) -> Iterator[None]:
 
 
 @dataclass
-class OutcommitCommitMessage(WriterCommitMessage):  # type: ignore[misc]
+class OutcommitCommitMessage(WriterCommitMessage):
     """What one committed task attempt sends to the driver."""
 
     task_index: int
@@ -77,7 +77,7 @@ def _peak_rss() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-class OutcommitDataSource(DataSource):  # type: ignore[misc]
+class OutcommitDataSource(DataSource):
     """``df.write.format("outcommit").mode("append"|"overwrite").save(url)``."""
 
     #: Session config captured by ``register(spark)`` (the driver-side processes of a
@@ -137,7 +137,7 @@ def _arrow_schema(schema: StructType) -> Any:
         return None
 
 
-class OutcommitWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class OutcommitWriter(DataSourceArrowWriter):
     """Created on the driver (job setup); pickled to every task attempt."""
 
     def __init__(self, plan: WritePlan, schema: StructType) -> None:

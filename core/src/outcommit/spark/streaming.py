@@ -40,7 +40,7 @@ PAUSE_DEADLINE_S = 600.0
 
 
 @dataclass
-class OutcommitStreamMessage(WriterCommitMessage):  # type: ignore[misc]
+class OutcommitStreamMessage(WriterCommitMessage):
     """What one task attempt of a micro-batch sends to the driver."""
 
     result: BatchTaskResult
@@ -74,7 +74,7 @@ def pause(hooks_dir: str, point: str, batch_id: int) -> None:
         time.sleep(0.05)  # waiting to be killed: the test's SIGKILL is the event
 
 
-class OutcommitStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+class OutcommitStreamWriter(DataSourceStreamArrowWriter):
     """Created on the driver for every micro-batch and every commit; pickled to the tasks."""
 
     def __init__(self, plan: StreamPlan) -> None:

@@ -86,7 +86,7 @@ def trace_config(count: Callable[[str], None] | None) -> Any:
 def _tracing_class() -> type:
     import aiohttp  # gcsfs's own HTTP client: imported with the store's filesystem, not before
 
-    class Tracing(aiohttp.TraceConfig):  # type: ignore[misc]
+    class Tracing(aiohttp.TraceConfig):
         def __reduce__(self) -> tuple[Any, ...]:
             return trace_config, (None,)
 
