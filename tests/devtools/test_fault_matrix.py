@@ -3,9 +3,10 @@
 Every registered committer x every store binding (file, memory, moto S3, Azurite, the GCS
 emulator, each network store behind a fault proxy) x every failure point: task attempts
 that die or turn zombie, drivers killed with SIGKILL, HTTP faults, concurrent jobs. A
-cell fails when it is WRONG: an oracle of DESIGN.md §3 failed and no limit the committer
-declares (through its capabilities) explains it. Refused, not-applicable and limit cells
-pass; the report (``python -m outcommit_devtools.faultmatrix``) gives their reasons.
+cell fails when it is WRONG: an oracle (docs/protocol.md#correctness-properties) failed
+and no limit the committer declares (through its capabilities) explains it. Refused,
+not-applicable and limit cells pass; the report (``python -m outcommit_devtools.faultmatrix``)
+gives their reasons.
 
 The matrix starts its own emulators, each in its own process (moto and the GCS emulator
 in this process would compete with the matrix for the interpreter lock), and runs the

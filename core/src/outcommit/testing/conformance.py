@@ -17,8 +17,8 @@ attribute) is a fault that makes this committer's job commit fail part-way;
 ``task_publish_operation`` the store operation by which its task commit publishes the
 attempt (for the straggler scenario; None skips it).
 
-The oracles are the correctness properties of DESIGN.md §3: complete, exclusive,
-abortable, continuity of correctness, no leaks, containment.
+The oracles are the correctness properties of docs/protocol.md#correctness-properties:
+complete, exclusive, abortable, continuity of correctness, no leaks, containment.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What each cell must show, derived from the committer's declared capabilities.
 
-The default is DESIGN.md §3 for everyone: the job commits exactly the committed
-attempts' output, or fails loudly with nothing newly visible; nothing leaks; nothing
-outside the destination changes. A committer that does not declare a capability has a
+The default is docs/protocol.md#correctness-properties for everyone: the job commits
+exactly the committed attempts' output, or fails loudly with nothing newly visible;
+nothing leaks; nothing outside the destination changes. A committer that does not declare a capability has a
 *limit*: a cell whose only deviation is that limit is classified ``limit`` (listed with
 the safe alternative), never passed silently. A capability a committer does declare is
 a promise: where it promises success, a loud failure is WRONG.

@@ -1,4 +1,4 @@
-"""The oracles of a cell (DESIGN.md §3) and the verdict.
+"""The oracles of a cell (docs/protocol.md#correctness-properties) and the verdict.
 
 What is read from the store after a scenario: the data files of each destination with
 their bytes, the temporary state left behind (``_temporary``, ``__magic*``,
