@@ -22,9 +22,10 @@ from typing import Any
 from .errors import CorruptFileError, NotCommittedError
 from .factory import open_store
 from .paths import hidden_from_readers
+from .store import Store
+from .streaming.reader import committed_batches, has_batch_log
 from .streaming.reader import committed_files as streaming_files
 from .streaming.reader import dataset as streaming_dataset
-from .streaming.reader import has_batch_log
 from .success import SUCCESS_FILE, SuccessData, load_success
 
 #: Whether a reader following Spark's rule skips a path relative to the destination.
@@ -51,6 +52,26 @@ def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
     base = store.strip(url).rstrip("/")
     if has_batch_log(store, base):
         return sorted(streaming_files(url, config))
+    return [name for name, _ in _job_output(store, base, url, require_success)]
+
+
+def committed_files_with_sizes(url: str, config: Mapping[str, Any] | None = None, *,
+                               require_success: bool = True) -> list[tuple[str, int]]:
+    """:func:`committed_files` with each file's size in bytes: ``(url, size)`` pairs, from
+    the same listing (a reader that splits the files into tasks by size needs both; a
+    request per file would cost a round trip each). A streaming destination's sizes are
+    the ones its batch log records."""
+    store = open_store(url, config)
+    base = store.strip(url).rstrip("/")
+    if has_batch_log(store, base):
+        sizes = {store.url(store.join(base, f.path)): f.size
+                 for entry in committed_batches(url, config) for f in entry.files}
+        return [(name, sizes.get(name, 0)) for name in sorted(streaming_files(url, config))]
+    return _job_output(store, base, url, require_success)
+
+
+def _job_output(store: Store, base: str, url: str, require_success: bool) -> list[tuple[str, int]]:
+    """The files of a destination batch jobs committed to, with their sizes (see above)."""
     report: SuccessData | None = None
     if require_success:
         marker = f"{base}/{SUCCESS_FILE}"
@@ -61,12 +82,13 @@ def committed_files(url: str, config: Mapping[str, Any] | None = None, *,
         report = load_success(store, marker)
         if not report.success:
             raise CorruptFileError(store.url(marker), "success", "is false: not a committed job's report")
-    everything = [info.path for info in store.list_files(base)]
-    files = sorted(store.url(path) for path in everything if not is_hidden(path[len(base):]))
+    everything = store.list_files(base)
+    files = sorted((store.url(info.path), info.size) for info in everything
+                   if not is_hidden(info.path[len(base):]))
     if report is not None:
         # Against every file: a task may have written one readers skip (_x.csv), which
         # the report names all the same.
-        listed = {store.url(path) for path in everything}
+        listed = {store.url(info.path) for info in everything}
         missing = [name for name in report.filenames if name not in listed]
         if missing:
             raise CorruptFileError(
