@@ -18,6 +18,8 @@ RUN_IN_SPARK_TESTS = frozenset({
     "README.md: import outcommit.spark",
     "docs/pyspark.md: from pyspark.sql import SparkSession",
     'docs/pyspark.md: df.write.format("outcommit").mode("append").option("conflictMode", "fail").save(url)',
+    'docs/pyspark.md: events = spark.read.format("outcommit").load("s3://bucket/events")',
+    "docs/pyspark.md: import outcommit.spark",
 })
 BLOCK = re.compile(r"^```python\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
 

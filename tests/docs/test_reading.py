@@ -57,7 +57,8 @@ READERS: dict[str, Callable[[str, str], int]] = {
     "outcommit.read.dataset(dest)": lambda url, dest: int(dataset(url).count_rows()),
 }
 
-ENGINE_ROWS = {"spark.read.parquet(dest)"}  # run where their engine runs
+# Run where their engine runs (tests/core/spark/test_spark_reading.py).
+ENGINE_ROWS = {"spark.read.parquet(dest)", 'spark.read.format("outcommit").load(dest)'}
 
 
 def test_every_row_of_the_table_is_run(reading_table):

@@ -17,6 +17,7 @@ from outcommit import load_success, open_store
 pytestmark = pytest.mark.spark
 
 CLIENT = Path(__file__).with_name("connect_client.py")
+READER = Path(__file__).with_name("connect_reader.py")
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,12 @@ def test_a_write_through_spark_connect_commits_and_reports(connect_server: Any, 
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["session"] == "pyspark.sql.connect.session"       # a Connect client, not classic
     assert seen["rows"] == 3000
+    assert seen["hidden"].endswith(
+        "outcommit.errors.OptionError: Spark Connect does not show spark.hadoop.fs.s3a.secret.key to its "
+        "clients (spark.redaction.regex), so outcommit.spark.register(spark) could not pass it on to the "
+        "driver's steps: give it as an option of the write or read instead (.option(name, value), any "
+        "spelling the session uses)")
+    assert seen["given"] == 3000
     assert seen["typo"].endswith(
         "outcommit.errors.OptionError: unknown write option 'partitonby' (did you mean partitionBy?): "
         "the outcommit data source takes path, format, committer, partitionBy, conflictMode, "
@@ -49,3 +56,16 @@ def test_a_write_through_spark_connect_commits_and_reports(connect_server: Any, 
     assert not any("_temporary" in f for f in files)
     assert {f.split("/")[-2] for f in files if f.endswith(".parquet")} == {
         "date=2026-11-01", "date=2026-11-02", "date=2026-11-03"}
+
+
+def test_without_register_the_server_finds_the_data_source_and_reads_back(connect_server: Any,
+                                                                          tmp_path: Path) -> None:
+    """The client never calls outcommit.spark.register: the server's Spark finds the data
+    source by its package (pyspark_outcommit), writes, and reads the committed files back."""
+    destination = f"file://{tmp_path}/connect read"
+    done = subprocess.run([sys.executable, str(READER), connect_server.url, destination],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"session": "pyspark.sql.connect.session", "schema": "struct<id:bigint,date:date>",
+                    "rows": 3000, "first_day": 1000, "ids": sum(range(3000))}

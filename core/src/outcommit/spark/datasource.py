@@ -1,6 +1,7 @@
-"""The ``outcommit`` Python data source (PySpark >= 4.0).
+"""The ``outcommit`` Python data source (PySpark >= 4.0): writes, and reads back
+(:mod:`outcommit.spark.reader`) exactly the committed files.
 
-Where each piece runs: ``writer()`` in a Python process of the Spark driver (job setup);
+Where each piece of a write runs: ``writer()`` in a Python process of the Spark driver (job setup);
 ``write()`` in a Python worker per task attempt (write, task commit, message back);
 ``commit()``/``abort()`` in a Python process of the driver again, with the messages of
 the attempts Spark accepted. Those are different processes, so every step recreates its
@@ -27,7 +28,7 @@ from ..errors import InjectedFailure, OptionError, OutcommitError
 from ..factory import create_committer, shared_store
 from ..success import SuccessData
 from .logs import driver_logging as _driver_logging
-from .options import WritePlan, build_plan
+from .options import SessionSnapshot, WritePlan, build_plan
 
 log = logging.getLogger("outcommit.spark")
 
@@ -78,20 +79,32 @@ def _peak_rss() -> int:
 
 
 class OutcommitDataSource(DataSource):
-    """``df.write.format("outcommit").mode("append"|"overwrite").save(url)``."""
+    """``df.write.format("outcommit").mode("append"|"overwrite").save(url)`` and
+    ``spark.read.format("outcommit").load(url)``."""
 
     #: Session config captured by ``register(spark)`` (the driver-side processes of a
     #: Python data source have no SparkSession to ask).
     spark_conf: ClassVar[dict[str, str]] = {}
+    #: The Spark SQL settings the reader follows (time zone, partition type inference,
+    #: filter pushdown), as ``register(spark)`` read them.
+    sql_conf: ClassVar[dict[str, str]] = {}
+    #: False for the class Spark finds by itself (``pyspark_outcommit``): no session config.
+    registered: ClassVar[bool] = False
+    #: Registered through Spark Connect (which hides secret-looking keys from clients).
+    through_connect: ClassVar[bool] = False
 
     @classmethod
     def name(cls) -> str:
         return "outcommit"
 
+    def session(self) -> SessionSnapshot:
+        return SessionSnapshot(dict(self.spark_conf), self.registered, self.through_connect)
+
+    # -- writing ---------------------------------------------------------------------------------
     def writer(self, schema: StructType, overwrite: bool) -> OutcommitWriter:
         with reported_to_spark("job setup"):
             plan = build_plan(self.options, overwrite, self.spark_conf)
-            return OutcommitWriter(plan, schema)
+            return OutcommitWriter(plan, schema, self.session())
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
         """``df.writeStream.format("outcommit")``: see :mod:`outcommit.spark.streaming`."""
@@ -101,6 +114,33 @@ class OutcommitDataSource(DataSource):
         plan = build_stream_plan(self.options, overwrite, self.spark_conf)
         check_partition_columns(plan.write, schema)
         return OutcommitStreamWriter(plan)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def schema(self) -> StructType:
+        """The columns of the committed files (run when the read gives no ``.schema()``):
+        the listing travels, pickled with this object, to ``reader()``."""
+        from .options import build_read_plan
+        from .reader import infer_schema, list_committed
+
+        with reported_to_spark("read setup"):
+            plan = build_read_plan(self.options, self.spark_conf, self.sql_conf)
+            listing = list_committed(plan)
+            schema = infer_schema(plan, listing)
+            self._listing, self._inferred = listing, schema
+            return schema
+
+    def reader(self, schema: StructType) -> Any:
+        from .options import build_read_plan
+        from .reader import OutcommitReader, PruningReader, list_committed
+
+        with reported_to_spark("read planning"):
+            plan = build_read_plan(self.options, self.spark_conf, self.sql_conf)
+            # Taken off this object: Spark pickles it into every task of the read.
+            listing = self.__dict__.pop("_listing", None)
+            if listing is None or self.__dict__.pop("_inferred", None) != schema:
+                listing = list_committed(plan, {f.name: f.dataType for f in schema.fields})
+            reader_class = PruningReader if plan.filter_pushdown else OutcommitReader
+            return reader_class(plan, listing, schema, self.session())
 
 
 def check_partition_columns(plan: WritePlan, schema: StructType) -> None:
@@ -140,8 +180,9 @@ def _arrow_schema(schema: StructType) -> Any:
 class OutcommitWriter(DataSourceArrowWriter):
     """Created on the driver (job setup); pickled to every task attempt."""
 
-    def __init__(self, plan: WritePlan, schema: StructType) -> None:
+    def __init__(self, plan: WritePlan, schema: StructType, session: SessionSnapshot | None = None) -> None:
         check_partition_columns(plan, schema)
+        self.session = session
         # Created here first: an unknown or unsafe committer fails before any task runs.
         committer = create_committer(plan.destination, plan.config, plan.committer)
         job = plan.job_context()
@@ -176,6 +217,8 @@ class OutcommitWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         if context is None:
             raise OutcommitError("OutcommitWriter.write runs only inside a Spark task")
+        if self.session is not None:  # before anything is written: the job was set up with it
+            self.session.check(context.getLocalProperty, self.plan.option_keys)
         index, attempt = context.partitionId(), context.attemptNumber()
         committer, job = self._committer()
         task = job.task_attempt(index, attempt)

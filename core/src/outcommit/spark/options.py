@@ -6,7 +6,8 @@ every task attempt, which recreates its committer from it (never a live client).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,101 @@ def session_config(conf: Mapping[str, str] | list[tuple[str, str]]) -> dict[str,
             if str(k).startswith(SPARK_CONF_PREFIXES) or str(k) in SPARK_CONF_KEYS}
 
 
+#: Spark SQL settings the data source follows; ``register(spark)`` reads them too.
+TIME_ZONE_KEY = "spark.sql.session.timeZone"
+PARTITION_INFERENCE_KEY = "spark.sql.sources.partitionColumnTypeInference.enabled"
+FILTER_PUSHDOWN_KEY = "spark.sql.python.filterPushdown.enabled"
+SQL_SETTINGS = (TIME_ZONE_KEY, PARTITION_INFERENCE_KEY, FILTER_PUSHDOWN_KEY)
+REGISTER_HINT = "outcommit.spark.register(spark)"
+
+
+def watched_session_keys(captured: Mapping[str, str]) -> list[str]:
+    """The session keys a task compares with what ``register(spark)`` read: those it read,
+    and every key an installed plugin declares (committer names per scheme included),
+    spelt as a Spark user sets them (``spark.outcommit.*``, ``spark.hadoop.fs.*``, ...)."""
+    keys = set(captured) | set(SPARK_CONF_KEYS)
+    try:
+        from ..plugins import get_registry
+
+        registry = get_registry()
+        names = [*registry.config_keys(), *registry.config_aliases(),
+                 *(f"outcommit.committer.{scheme}" for scheme in registry.stores())]
+        for spec in registry.committers().values():
+            names.extend(spec.config_keys)
+    except Exception:  # a broken plugin must not hide the task's own errors
+        names = [*CORE_KEYS, *CORE_ALIASES]
+    for name in names:
+        if name.endswith("."):
+            continue  # a family of keys (outcommit.x.*): nothing to ask for by name
+        keys.add(f"spark.{name}" if name.startswith("outcommit.") else f"spark.hadoop.{name}")
+    return sorted(k for k in keys if k.startswith(SPARK_CONF_PREFIXES) or k in SPARK_CONF_KEYS)
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """The session config the driver-side steps used: what ``register(spark)`` read, or
+    nothing when Spark found the data source by itself (``pyspark_outcommit``).
+
+    The driver-side steps of a Python data source run in processes that cannot ask the
+    session, but its tasks can: Spark hands every task the session's settings as local
+    properties. A task that finds them different from the snapshot stops before it
+    writes or reads anything, with the fix, rather than working with another committer,
+    conflict mode or endpoint than the session names.
+    """
+
+    config: dict[str, str] = field(default_factory=dict)
+    registered: bool = False
+    #: Registered through Spark Connect, which hides from clients the keys that match
+    #: ``spark.redaction.regex`` (secret and access keys, tokens, passwords): ``getAll``
+    #: leaves them out.
+    connect: bool = False
+
+    def differences(self, lookup: Callable[[str], str | None], overridden: Iterable[str] = ()) -> list[str]:
+        """The watched keys whose value in the running session (``lookup``) differs, less
+        those the write's or read's own options set (``overridden``: normalised names)."""
+        from ..config import aliases, normalise_key
+
+        table = aliases()
+        given = set(overridden)
+        changed = []
+        for key in watched_session_keys(self.config):
+            if lookup(key) == self.config.get(key):
+                continue
+            name = normalise_key(key)
+            if table.get(name, name) not in given:
+                changed.append(key)
+        return changed
+
+    def check(self, lookup: Callable[[str], str | None], overridden: Iterable[str] = ()) -> None:
+        """Raise OptionError naming the keys (never their values) and the fix."""
+        changed = self.differences(lookup, overridden)
+        if not changed:
+            return
+        hidden = [k for k in changed if self.connect and k not in self.config and SPARK_REDACTED.search(k)]
+        if hidden:
+            raise OptionError(
+                f"Spark Connect does not show {_names(hidden)} to its clients (spark.redaction.regex), "
+                f"so {REGISTER_HINT} could not pass it on to the driver's steps: give it as an option "
+                "of the write or read instead (.option(name, value), any spelling the session uses)")
+        if self.registered:
+            raise OptionError(
+                f"the session's {_names(changed)} changed after {REGISTER_HINT} read the session config "
+                f"(the driver used the old values): call {REGISTER_HINT} again after "
+                "spark.conf.set/unset")
+        raise OptionError(
+            f"the session sets {_names(changed)}, which the outcommit data source reads only through "
+            f"{REGISTER_HINT} (Spark found it by itself, without the session config): call "
+            f"{REGISTER_HINT} once per session, after setting them, or give them as options")
+
+
+#: Spark's default ``spark.redaction.regex``: the session keys Spark Connect hides.
+SPARK_REDACTED = re.compile(r"(?i)secret|password|token|access[.]?key")
+
+
+def _names(keys: list[str]) -> str:
+    return ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+
+
 def _known_key_case() -> dict[str, str]:
     """Lower-cased -> real spelling of every key something registered (options lose case)."""
     known: dict[str, str] = {}
@@ -97,9 +193,12 @@ def options_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
-def check_options(lowered: Mapping[str, str]) -> None:
+def check_options(lowered: Mapping[str, str], known: Mapping[str, Any] | None = None,
+                  kind: str = "write", hooks: tuple[str, ...] = (FAIL_TASK_ONCE_OPTION,)) -> None:
     """A misspelled option (``partitonBy``) must not silently change nothing."""
-    unknown = [k for k in lowered if k not in _OPTION_NAMES and k != FAIL_TASK_ONCE_OPTION
+    table = DATA_SOURCE_OPTIONS if known is None else known
+    names = {name.lower() for name in table}
+    unknown = [k for k in lowered if k not in names and k not in hooks
                and not k.startswith(OPTION_CONFIG_PREFIXES)]
     if not unknown:
         return
@@ -107,12 +206,27 @@ def check_options(lowered: Mapping[str, str]) -> None:
 
     problems = []
     for key in sorted(unknown):
-        guesses = did_you_mean(key, DATA_SOURCE_OPTIONS, cutoff=0.75)
+        guesses = did_you_mean(key, table, cutoff=0.75)
         problems.append(f"{key!r}" + (f" (did you mean {' or '.join(guesses)}?)" if guesses else ""))
     raise OptionError(
-        f"unknown write option {', '.join(problems)}: the outcommit data source takes "
-        f"{', '.join(DATA_SOURCE_OPTIONS)}, and configuration keys starting with "
+        f"unknown {kind} option {', '.join(problems)}: the outcommit data source takes "
+        f"{', '.join(table)}, and configuration keys starting with "
         f"{', '.join(OPTION_CONFIG_PREFIXES)}")
+
+
+def option_config(lowered: Mapping[str, str],
+                  spark_conf: Mapping[str, str] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(the configuration keys given as options, that merged over the session's config).
+
+    Spark lower-cases option names: each key gets back the spelling a plugin registered.
+    """
+    known = _known_key_case()
+    given: dict[str, str] = {}
+    for key, value in lowered.items():
+        if key.startswith(OPTION_CONFIG_PREFIXES):
+            given[known.get(key, known.get(key.removeprefix("spark.hadoop."), key))] = value
+    session = session_config(spark_conf or {})
+    return given, Config(session).merged(given).to_dict()
 
 
 def _int_option(options: Mapping[str, str], key: str, default: int) -> int:
@@ -143,6 +257,8 @@ class WritePlan:
     conflict_mode: str = "append"
     conflict_reason: str = ""
     fail_task_once: int | None = None
+    #: The configuration keys the write's options set (normalised): they win over the session.
+    option_keys: tuple[str, ...] = ()
 
     def settings(self) -> WriteSettings:
         return WriteSettings(self.fmt, self.partition_by, self.max_rows_per_file,
@@ -176,13 +292,8 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     if len(set(partition_by)) != len(partition_by):
         raise OptionError(f"option partitionBy names a column twice: {lowered['partitionby']!r}")
 
-    known = _known_key_case()
-    write_config: dict[str, str] = {}
-    for key, value in lowered.items():
-        if key.startswith(OPTION_CONFIG_PREFIXES):
-            write_config[known.get(key, known.get(key.removeprefix("spark.hadoop."), key))] = value
+    write_config, config = option_config(lowered, spark_conf)
     session = session_config(spark_conf or {})
-    config = Config(session).merged(write_config).to_dict()
 
     mode = lowered.get("conflictmode", "").strip().lower()
     configured = resolve_config(write_config).get_str(CONFLICT_KEY)
@@ -222,7 +333,88 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
         partition_by=partition_by, max_rows_per_file=_int_option(lowered, "maxrowsperfile", 0),
         max_bytes_per_file=_int_option(lowered, "maxbytesperfile", 0),
         file_options=file_options, conflict_mode=mode, conflict_reason=reason,
-        fail_task_once=int(fail_once) if fail_once not in (None, "") else None)
+        fail_task_once=int(fail_once) if fail_once not in (None, "") else None,
+        option_keys=tuple(Config(write_config)))
+
+
+# -- reading -----------------------------------------------------------------------------------------
+READ_FORMATS = FORMATS
+#: Spark's spark.sql.files.maxPartitionBytes default.
+DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
+
+# Options of a read (Spark hands them over lower-cased): (default, meaning).
+READ_OPTIONS: dict[str, tuple[str, str]] = {
+    "path": ("required", "the destination a batch job or a streaming query committed to (or `.load(url)`)"),
+    "format": ("from the files' extension", "`parquet`, `csv` or `json` (JSON lines)"),
+    "requireSuccess": ("`true`", "`false`: also read a destination with no `_SUCCESS` and no batch "
+                                 "log: every file a reader following Spark's rule sees there, as "
+                                 "`outcommit.read.committed_files(url, require_success=False)`"),
+    "maxPartitionBytes": ("134217728 (128 MiB)", "most bytes of files per input partition (each file "
+                                                 "counts 4 MiB more, as Spark's `openCostInBytes`); a "
+                                                 "file is never split"),
+}
+
+
+def read_options_markdown() -> str:
+    """The read option table of ``docs/pyspark.md``."""
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{name}` | {default} | {meaning} |" for name, (default, meaning) in READ_OPTIONS.items()]
+    rows.append("| `outcommit.*`, `fs.*`, `mapreduce.*`, `spark.hadoop.*` | | store config for this read "
+                "only (endpoint, credentials: wins over the session config) |")
+    return "\n".join(rows) + "\n"
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What every step of a read needs, picklable."""
+
+    destination: str
+    config: dict[str, str]
+    fmt: str | None = None  # None: from the files' extension
+    require_success: bool = True
+    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
+    time_zone: str | None = None
+    infer_partition_types: bool = True
+    filter_pushdown: bool = False
+    #: The configuration keys the read's options set (normalised): they win over the session.
+    option_keys: tuple[str, ...] = ()
+
+
+def _flag(lowered: Mapping[str, str], key: str, default: bool) -> bool:
+    value = lowered.get(key, "").strip().lower()
+    if not value:
+        return default
+    if value not in ("true", "false"):
+        raise OptionError(f"option {key}={lowered[key]!r}: use true or false")
+    return value == "true"
+
+
+def build_read_plan(options: Mapping[str, str], spark_conf: Mapping[str, str] | None = None,
+                    sql_conf: Mapping[str, str] | None = None) -> ReadPlan:
+    """Resolve read options, the session config and the Spark SQL settings
+    ``register(spark)`` read (time zone, partition type inference, filter pushdown)."""
+    lowered = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    check_options(lowered, READ_OPTIONS, "read", hooks=())
+    path = lowered.get("path", "").strip()
+    if not path:
+        raise OptionError("the outcommit data source reads a destination: "
+                          "spark.read.format('outcommit').load('s3://bucket/table')")
+    fmt = lowered.get("format", "").strip().lower() or None
+    if fmt is not None and fmt not in READ_FORMATS:
+        raise OptionError(f"option format={fmt!r}: use one of {', '.join(READ_FORMATS)}")
+    size = lowered.get("maxpartitionbytes", "").strip()
+    if size and (not size.isdigit() or int(size) < 1):
+        raise OptionError(f"option maxPartitionBytes={size!r}: a number of bytes, at least 1")
+    given, config = option_config(lowered, spark_conf)
+    sql = {str(k): str(v) for k, v in (sql_conf or {}).items()}
+    return ReadPlan(
+        destination=path, config=config, fmt=fmt,
+        require_success=_flag(lowered, "requiresuccess", True),
+        max_partition_bytes=int(size) if size else DEFAULT_MAX_PARTITION_BYTES,
+        time_zone=sql.get(TIME_ZONE_KEY) or None,
+        infer_partition_types=sql.get(PARTITION_INFERENCE_KEY, "true").lower() != "false",
+        filter_pushdown=sql.get(FILTER_PUSHDOWN_KEY, "false").lower() == "true",
+        option_keys=tuple(Config(given)))
 
 
 # Options of the streaming sink on top of the write options (Spark passes checkpointLocation on).
