@@ -20,6 +20,7 @@ RUN_IN_SPARK_TESTS = frozenset({
     'docs/pyspark.md: df.write.format("outcommit").mode("append").option("conflictMode", "fail").save(url)',
     'docs/pyspark.md: events = spark.read.format("outcommit").load("s3://bucket/events")',
     "docs/pyspark.md: import outcommit.spark",
+    "docs/streaming.md: import outcommit.spark",
 })
 BLOCK = re.compile(r"^```python\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
 

@@ -105,7 +105,6 @@ NOT_RUN: dict[str, str] = {
     'docs/pyspark.md: spark = SparkSession.builder.remote("sc://spark-connect.internal:15002").getOrCreate()':
         "a Spark Connect server",
     "docs/pyspark.md: # Spark's own S3A connector": "Maven Central (spark.jars.packages), not reachable here",
-    "docs/streaming.md: import outcommit.spark": "a streaming Spark session",
     "docs/streaming.md: import outcommit.streaming as oc": "a streaming destination",
     "docs/streaming.md: files = outcommit.streaming.committed_files(url)": "a Spark session",
     "docs/ray.md: import ray": "a Ray cluster",

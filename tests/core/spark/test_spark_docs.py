@@ -23,6 +23,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.s3]
 WRITE_EVENTS = ("outcommit.spark.register(spark)\n"
                 "df.write.format('outcommit').mode('append').option('partitionBy', 'date')"
                 ".save('s3://bucket/events')")
+#: A streaming DataFrame of the same rows: Parquet files the query reads from a directory.
+STREAMING_EVENTS = ("df.write.parquet(source)\n"
+                    "events = spark.readStream.schema(df.schema).parquet(source)")
 
 #: Block name -> (what the page assumes exists before it runs, what the test does after it).
 SPARK_BLOCKS: dict[str, tuple[str, str]] = {
@@ -33,6 +36,9 @@ SPARK_BLOCKS: dict[str, tuple[str, str]] = {
     'docs/pyspark.md: events = spark.read.format("outcommit").load("s3://bucket/events")':
         (WRITE_EVENTS, "assert events.count() == 300"),
     "docs/pyspark.md: import outcommit.spark": ("", ""),
+    # The query's first micro-batch starts at once: wait for it, then stop the query.
+    "docs/streaming.md: import outcommit.spark":
+        (STREAMING_EVENTS, "query.processAllAvailable()\nquery.stop()"),
 }
 #: Keys a block may set on the session (unset after it).
 BLOCK_KEYS = ("spark.hadoop.fs.s3a.endpoint", "spark.outcommit.committer.s3")
