@@ -204,10 +204,15 @@ def check_options(lowered: Mapping[str, str], known: Mapping[str, Any] | None = 
         return
     from ..keys import did_you_mean
 
+    writing = {name.lower() for name in DATA_SOURCE_OPTIONS} - names
     problems = []
     for key in sorted(unknown):
         guesses = did_you_mean(key, table, cutoff=0.75)
-        problems.append(f"{key!r}" + (f" (did you mean {' or '.join(guesses)}?)" if guesses else ""))
+        if kind == "read" and key in writing:
+            hint = " (an option of writes, not reads: a read finds partition columns in directory names)"
+        else:
+            hint = f" (did you mean {' or '.join(guesses)}?)" if guesses else ""
+        problems.append(f"{key!r}{hint}")
     raise OptionError(
         f"unknown {kind} option {', '.join(problems)}: the outcommit data source takes "
         f"{', '.join(table)}, and configuration keys starting with "
