@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import DataType, StructField, StructType
 
 from ..errors import NotCommittedError, OptionError
-from ..factory import open_store, shared_store
+from ..factory import shared_store
 from ..read import committed_files_with_sizes
 from .options import READ_FORMATS, ReadPlan, SessionSnapshot
 from .partitions import PartitionColumn, discover, session_zone
@@ -81,7 +81,7 @@ def list_committed(plan: ReadPlan, given: Mapping[str, DataType] | None = None) 
             ".option('requireSuccess', 'false') reads whatever a reader following Spark's rule "
             "sees there") from None
     found = [(u, s) for u, s in found if posixpath.basename(u) not in _SUMMARIES]
-    store = open_store(plan.destination, plan.config)
+    store = shared_store(plan.destination, plan.config)
     base = store.url(store.strip(plan.destination).rstrip("/"))
     relative_dirs = [posixpath.dirname(u[len(base):].lstrip("/")) for u, _ in found]
     columns, values = discover(relative_dirs, session_zone(plan.time_zone), plan.infer_partition_types,
@@ -122,6 +122,8 @@ def _file_schema(store: Any, url: str, fmt: str) -> pa.Schema:
             return pacsv.open_csv(handle).schema
         import pyarrow.json as pajson
 
+        if hasattr(pajson, "open_json"):  # pyarrow >= 19: the first block only
+            return pajson.open_json(handle).schema
         return pajson.read_json(handle).schema
 
 
