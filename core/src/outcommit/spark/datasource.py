@@ -11,10 +11,8 @@ committer from the pickled :class:`WritePlan`.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -28,29 +26,10 @@ from ..errors import InjectedFailure, OptionError, OutcommitError
 from ..factory import create_committer, shared_store
 from ..success import SuccessData
 from .logs import driver_logging as _driver_logging
+from .logs import reported_to_spark
 from .options import SessionSnapshot, WritePlan, build_plan
 
 log = logging.getLogger("outcommit.spark")
-
-
-@contextmanager
-def reported_to_spark(step: str) -> Iterator[None]:
-    """Make an :class:`OutcommitError` the first line of the error the Spark user sees.
-
-    PySpark sends a Python process's exception to the JVM as a formatted traceback (its
-    first line "Traceback (most recent call last):", the message last) unless
-    ``SPARK_HIDE_TRACEBACK`` is set in that process, and the process exits right after
-    reporting (``pyspark.sql.worker.utils.worker_run``, ``pyspark.worker.main``). Setting
-    it just before our own errors leave makes Spark's message read
-    ``... outcommit.errors.OptionError: unknown write option 'partitonby' ...`` and
-    changes nothing for any other error or any later work. The traceback goes to the log.
-    """
-    try:
-        yield
-    except OutcommitError as error:
-        log.debug("%s failed: %s", step, error, exc_info=True)
-        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
-        raise
 
 
 @dataclass

@@ -1,10 +1,16 @@
-"""The Spark engine's logger, shared by the batch writer (``datasource``) and the streaming
-sink (``streaming``): neither imports the other for it."""
+"""The Spark engine's logger, shared by the batch writer (``datasource``), the reader
+(``reader``) and the streaming sink (``streaming``): none imports another for it; and how
+outcommit's own errors reach the Spark user (:func:`reported_to_spark`)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import OutcommitError
 
 log = logging.getLogger("outcommit.spark")
 
@@ -17,3 +23,23 @@ def driver_logging() -> None:
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         log.propagate = False
+
+
+@contextmanager
+def reported_to_spark(step: str) -> Iterator[None]:
+    """Make an :class:`OutcommitError` the first line of the error the Spark user sees.
+
+    PySpark sends a Python process's exception to the JVM as a formatted traceback (its
+    first line "Traceback (most recent call last):", the message last) unless
+    ``SPARK_HIDE_TRACEBACK`` is set in that process, and the process exits right after
+    reporting (``pyspark.sql.worker.utils.worker_run``, ``pyspark.worker.main``). Setting
+    it just before our own errors leave makes Spark's message read
+    ``... outcommit.errors.OptionError: unknown write option 'partitonby' ...`` and
+    changes nothing for any other error or any later work. The traceback goes to the log.
+    """
+    try:
+        yield
+    except OutcommitError as error:
+        log.debug("%s failed: %s", step, error, exc_info=True)
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+        raise

@@ -122,9 +122,10 @@ class SessionSnapshot:
     def differences(self, lookup: Callable[[str], str | None], overridden: Iterable[str] = ()) -> list[str]:
         """The watched keys whose value in the running session (``lookup``) differs, less
         those the write's or read's own options set (``overridden``: normalised names)."""
-        from ..config import aliases, normalise_key
+        from ..config import CORE_ALIASES, normalise_key
+        from ..plugins import get_registry
 
-        table = aliases()
+        table = {**get_registry().config_aliases(), **CORE_ALIASES}
         given = set(overridden)
         changed = []
         for key in watched_session_keys(self.config):
@@ -339,7 +340,7 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
         max_bytes_per_file=_int_option(lowered, "maxbytesperfile", 0),
         file_options=file_options, conflict_mode=mode, conflict_reason=reason,
         fail_task_once=int(fail_once) if fail_once not in (None, "") else None,
-        option_keys=tuple(Config(write_config)))
+        option_keys=tuple(resolve_config(write_config)))
 
 
 # -- reading -----------------------------------------------------------------------------------------
@@ -419,7 +420,7 @@ def build_read_plan(options: Mapping[str, str], spark_conf: Mapping[str, str] | 
         time_zone=sql.get(TIME_ZONE_KEY) or None,
         infer_partition_types=sql.get(PARTITION_INFERENCE_KEY, "true").lower() != "false",
         filter_pushdown=sql.get(FILTER_PUSHDOWN_KEY, "false").lower() == "true",
-        option_keys=tuple(Config(given)))
+        option_keys=tuple(resolve_config(given)))
 
 
 # Options of the streaming sink on top of the write options (Spark passes checkpointLocation on).

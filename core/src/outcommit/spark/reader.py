@@ -28,6 +28,7 @@ from pyspark.sql.types import DataType, StructField, StructType
 from ..errors import NotCommittedError, OptionError
 from ..factory import shared_store
 from ..read import committed_files_with_sizes
+from .logs import reported_to_spark
 from .options import READ_FORMATS, ReadPlan, SessionSnapshot
 from .partitions import PartitionColumn, discover, session_zone
 from .pruning import keeps
@@ -173,7 +174,7 @@ def group_files(files: Sequence[DataFile], max_bytes: int) -> list[list[DataFile
 
 
 @dataclass(frozen=True)
-class FilesPartition(InputPartition):  # type: ignore[misc]
+class FilesPartition(InputPartition):
     """One input partition: the files one Spark task reads."""
 
     files: tuple[DataFile, ...] = field(default_factory=tuple)
@@ -182,7 +183,7 @@ class FilesPartition(InputPartition):  # type: ignore[misc]
         object.__setattr__(self, "value", len(self.files))
 
 
-class OutcommitReader(DataSourceReader):  # type: ignore[misc]
+class OutcommitReader(DataSourceReader):
     """Plans input partitions on the driver; reads them in the tasks."""
 
     def __init__(self, plan: ReadPlan, listing: Listing, schema: StructType,
@@ -204,8 +205,6 @@ class OutcommitReader(DataSourceReader):  # type: ignore[misc]
         return state
 
     def partitions(self) -> list[InputPartition]:
-        from .datasource import reported_to_spark
-
         with reported_to_spark("read planning"):
             kept = [f for f in self.files
                     if keeps(self.filters, dict(zip(self.partition_names, f.values, strict=True)))]
@@ -215,8 +214,6 @@ class OutcommitReader(DataSourceReader):  # type: ignore[misc]
             return [FilesPartition(tuple(g)) for g in groups]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from .datasource import reported_to_spark
-
         with reported_to_spark("read"):
             if not isinstance(partition, FilesPartition):
                 return  # Spark's one empty partition of a read with no files
