@@ -208,6 +208,23 @@ def test_spark_finds_the_data_source_by_itself(unregistered: Any, local_dest: st
     assert read(unregistered, local_dest).count() == 300
 
 
+def test_a_streaming_query_spark_found_the_sink_for_asks_for_register(unregistered: Any,
+                                                                     tmp_path: Path) -> None:
+    """The sink's tasks cannot compare the session with the driver's config: a query without
+    register stops at its first batch, before writing, and says why."""
+    source = tmp_path / "in"
+    source.mkdir()
+    pq.write_table(pa.table({"id": [1, 2]}), source / "in-0.parquet")
+    query = (unregistered.readStream.schema("id long").parquet(str(source)).writeStream.format("outcommit")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True)
+             .start(f"file://{tmp_path}/events"))
+    with pytest.raises(Exception) as info:
+        query.awaitTermination()
+    assert ("outcommit.errors.OptionError: a streaming query into outcommit needs "
+            "outcommit.spark.register(spark) first") in first_line(info.value)
+    assert not (tmp_path / "events").exists() or visible_files(f"file://{tmp_path}/events") == []
+
+
 def test_session_config_the_driver_did_not_read_stops_the_tasks(unregistered: Any, local_dest: str,
                                                                 spark: Any) -> None:
     """Spark's own registration cannot see the session's config; the tasks can, and stop
