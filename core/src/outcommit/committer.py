@@ -245,17 +245,35 @@ class Committer:
         return [c for c in self.store.list_dir(self.dest)
                 if not hidden_from_readers(c.name) or c.name == SUCCESS_FILE]
 
+    def first_data_file(self) -> FileInfo | None:
+        """The first file under the destination that readers see (None: it holds no data).
+
+        Directory by directory, stopping at the first such file: a destination with data
+        answers in a listing or two, and a directory that holds no data for readers (the
+        empty directory of an aborted job's nested destination, or only another job's
+        ``_temporary``) is not data, as conflict modes define it (``hidden_from_readers``).
+        """
+        directories = [self.dest]
+        while directories:
+            children = [c for c in self.store.list_dir(directories.pop(0))
+                        if not hidden_from_readers(c.name)]
+            for child in children:
+                if not child.is_dir:
+                    return child
+            directories.extend(c.path for c in children if c.is_dir)
+        return None
+
     def check_destination_free(self, paths: Iterable[str] | None = None) -> None:
         """Conflict mode ``fail``: refuse when the destination (or ``paths``) hold data."""
         if self.conflict_mode != "fail":
             return
         if paths is None:
-            existing = [c for c in self.visible_children() if c.name != SUCCESS_FILE]
-            if existing:
+            found = self.first_data_file()
+            if found is not None:
                 raise DestinationExistsError(
-                    f"destination {self.destination} already has data ({existing[0].name}, ...) "
-                    "and the conflict mode is 'fail': use conflict mode 'append' or 'replace', "
-                    "or another destination")
+                    f"destination {self.destination} already has data "
+                    f"({relative_to(found.path, self.dest)}, ...) and the conflict mode is 'fail': "
+                    "use conflict mode 'append' or 'replace', or another destination")
             return
         for path in paths:
             if self.store.exists(path):

@@ -1,0 +1,62 @@
+"""What the batch protocol's machine found (``test_batch_stateful.py``), shrunk, as plain tests.
+
+Each test is the machine's minimal failing sequence, written out; each failed on the code
+before its fix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import outcommit
+from outcommit import JobContext
+from outcommit.testing.conformance import visible_files
+
+FAIL = {"outcommit.committer.conflict-mode": "fail"}
+
+
+def start(url: str, name: str, **config: str) -> tuple[Any, JobContext]:
+    committer = outcommit.create_committer(url, config, name)
+    job = JobContext(url, config=committer.config)
+    committer.setup_job(job)
+    return committer, job
+
+
+def write_and_commit(committer: Any, job: JobContext, files: dict[str, bytes]) -> dict[str, Any]:
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    fs, base = committer.filesystem(task), committer.work_path(task)
+    for name, data in files.items():
+        fs.pipe_file(f"{base}/{name}", data)
+    return committer.commit_task(task)
+
+
+@pytest.fixture(params=["file", "memory"])
+def root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return f"file://{tmp_path}" if request.param == "file" else f"memory:///{tmp_path.name}"
+
+
+@pytest.mark.parametrize("name", ["v1", "v2", "manifest"])
+def test_fail_is_not_refused_by_the_empty_directory_of_an_aborted_nested_job(root: str, name: str) -> None:
+    """Machine: start a job on ``out/dataset1/nested`` and abort it; a job on ``out/dataset1``
+    under ``fail`` was refused, "already has data (nested, ...)": the aborted job's (empty)
+    destination directory was counted as data, which readers never see."""
+    nested, job = start(f"{root}/out/dataset1/nested", name, **FAIL)
+    nested.abort_job(job)
+    nested.cleanup_job(job)
+    parent, job = start(f"{root}/out/dataset1", name, **FAIL)  # refused before the fix
+    parent.commit_job(job, [write_and_commit(parent, job, {"a.txt": b"a"})])
+    store = outcommit.open_store(root)
+    assert visible_files(store, store.strip(f"{root}/out/dataset1")) == {"a.txt": b"a"}
+
+
+@pytest.mark.parametrize("name", ["v1", "v2", "manifest"])
+def test_fail_still_refuses_data_below_a_partition_directory(root: str, name: str) -> None:
+    store = outcommit.open_store(root)
+    store.write_bytes(store.join(store.strip(root), "out", "p=1", "deeper", "old.txt"), b"old")
+    with pytest.raises(outcommit.DestinationExistsError, match=r"p=1/deeper/old\.txt"):
+        start(f"{root}/out", name, **FAIL)
+
