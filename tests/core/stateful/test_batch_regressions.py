@@ -13,7 +13,9 @@ import pytest
 
 import outcommit
 from outcommit import JobContext
+from outcommit.committer import JOB_MARKER
 from outcommit.testing.conformance import visible_files
+from outcommit.testing.faults import Fault, FaultInjectingStore
 
 FAIL = {"outcommit.committer.conflict-mode": "fail"}
 
@@ -59,4 +61,22 @@ def test_fail_still_refuses_data_below_a_partition_directory(root: str, name: st
     store.write_bytes(store.join(store.strip(root), "out", "p=1", "deeper", "old.txt"), b"old")
     with pytest.raises(outcommit.DestinationExistsError, match=r"p=1/deeper/old\.txt"):
         start(f"{root}/out", name, **FAIL)
+
+
+@pytest.mark.parametrize("name", ["v1", "v2", "manifest"])
+def test_a_store_error_in_the_job_check_fails_the_commit_with_its_report(root: str, name: str) -> None:
+    """Machine: ``commit_job`` whose first request (the job's liveness check) fails. v1 and
+    v2 raised the store's own error, without the ``success=false`` report that
+    ``JobCommitError`` carries (docs/protocol.md); a retry then commits."""
+    url = f"{root}/out"
+    faulty = FaultInjectingStore(outcommit.open_store(url), [])
+    committer = outcommit.create_committer(url, {}, name, store=faulty)
+    job = JobContext(url, config=committer.config)
+    committer.setup_job(job)
+    message = write_and_commit(committer, job, {"a.txt": b"a"})
+    faulty.add(Fault("info", path_contains=JOB_MARKER))
+    with pytest.raises(outcommit.JobCommitError) as failure:
+        committer.commit_job(job, [message])
+    assert failure.value.summary is not None and failure.value.summary.success is False
+    assert committer.commit_job(job, [message]).success
 

@@ -210,12 +210,13 @@ class FileOutputCommitterV1(FileOutputCommitter):
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
         log = self.logger(job)
-        done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
-        if done is not None:
-            return done
         attempt_dir = self.job_attempt_dir(job)
         files: list[str] = []
         try:
+            # Inside: a store error of the job check fails with the success=false report too.
+            done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+            if done is not None:
+                return done
             published = self.load_journal(job)
             task_dirs = self._task_dirs(job, attempt_dir, messages, published is not None)
             waiting = [(f, self.dest_path(relative_to(f.path, d)))
@@ -389,14 +390,14 @@ class FileOutputCommitterV2(FileOutputCommitter):
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
-        # Repeatable, as Hadoop requires of v2: the job's own report means it is done. A
-        # later attempt's tasks published again: it writes its own report.
-        done = self.committed_before(job, lambda: self.require_job(job, JobCommitError),
-                                     later_attempts=False)
-        if done is not None:
-            return done
         files: list[str] = []
         try:
+            # Repeatable, as Hadoop requires of v2: the job's own report means it is done. A
+            # later attempt's tasks published again: it writes its own report.
+            done = self.committed_before(job, lambda: self.require_job(job, JobCommitError),
+                                         later_attempts=False)
+            if done is not None:
+                return done
             if messages is None:
                 messages = self._recorded_messages(job)
             for m in messages:
