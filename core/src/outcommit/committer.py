@@ -290,25 +290,51 @@ class Committer:
                 raise
 
     def replace_destination(self, job: JobContext) -> int:
-        """Conflict mode ``replace``: delete the destination's data (not other jobs' temp dirs).
+        """Conflict mode ``replace``: delete the destination's data, what readers see
+        (``hidden_from_readers``); hidden entries stay, other jobs' temporary areas among
+        them, also inside a data directory (a job writing to a nested destination).
 
         An earlier job's ``_SUCCESS`` first, alone: no reader may take the half-deleted
         table for that job's output. Then its files in batches where the store has them,
         else ``threads`` at once, and its directories (partitions) ``threads`` at once: one
         after another, a destination of 10,000 entries is 10,000 round trips of job commit.
+        A directory with something hidden inside loses only its data files.
         """
         children = self.visible_children()
         for marker in (c for c in children if c.name == SUCCESS_FILE and not c.is_dir):
             self.store.delete(marker.path)
-        self.store.delete_files([c.path for c in children if not c.is_dir and c.name != SUCCESS_FILE],
-                                threads=self.threads)
+        files = [c.path for c in children if not c.is_dir and c.name != SUCCESS_FILE]
         directories = [child.path for child in children if child.is_dir]
+        if directories:
+            # Deleting a directory whole would take a running nested job's _temporary (the
+            # job then failed "not active") or its _SUCCESS with it: one listing says which.
+            data, holding = self._data_by_directory()
+            files += [path for name in holding for path in data.get(name, [])]
+            directories = [d for d in directories if posixpath.basename(d) not in holding]
+        self.store.delete_files(files, threads=self.threads)
         run_all(lambda path: self.store.delete(path, recursive=True), directories,
                 min(self.threads, len(directories)), name="outcommit-replace")
         removed = len(children)
         if removed:
             self.logger(job).info("replace: deleted %d entries of %s", removed, self.destination)
         return removed
+
+    def _data_by_directory(self) -> tuple[dict[str, list[str]], set[str]]:
+        """The data files of each top-level directory of the destination, by its name, and
+        the names of those holding something hidden from readers too. A nested dataset's
+        ``_SUCCESS`` counts as its data: it would name the files deleted with it."""
+        data: dict[str, list[str]] = {}
+        holding: set[str] = set()
+        for info in self.store.list_files(self.dest):
+            relative = relative_to(info.path, self.dest)
+            top, below, _ = relative.partition("/")
+            if not below or hidden_from_readers(top):
+                continue
+            if hidden_from_readers(relative) and posixpath.basename(relative) != SUCCESS_FILE:
+                holding.add(top)
+            else:
+                data.setdefault(top, []).append(info.path)
+        return data, holding
 
     def remove_temporary_root(self) -> None:
         """Remove ``<dest>/_temporary`` if no job is using it any more (never its contents)."""

@@ -80,3 +80,25 @@ def test_a_store_error_in_the_job_check_fails_the_commit_with_its_report(root: s
     assert failure.value.summary is not None and failure.value.summary.success is False
     assert committer.commit_job(job, [message]).success
 
+
+@pytest.mark.parametrize("name", ["v1", "v2", "manifest"])
+def test_replace_of_a_parent_leaves_a_nested_jobs_state_alone(root: str, name: str) -> None:
+    """Machine: a job starts on ``out/dataset1/nested``; a job on ``out/dataset1`` commits
+    (``v2``: sets up) under ``replace``. The parent's replace deleted the nested directory
+    whole, the running job's ``_temporary`` with it, and that job then failed ("not
+    active"). Conflict modes act on what readers see; other jobs' state stays. The nested
+    dataset's ``_SUCCESS`` goes with its data (it would name deleted files)."""
+    store = outcommit.open_store(root)
+    nested_url = f"{root}/out/dataset1/nested"
+    append = {"outcommit.committer.conflict-mode": "append"}
+    earlier, earlier_job = start(nested_url, name, **append)
+    earlier.commit_job(earlier_job, [write_and_commit(earlier, earlier_job, {"old-n.txt": b"old"})])
+    child, child_job = start(nested_url, name, **append)
+    replace = {"outcommit.committer.conflict-mode": "replace"}
+    parent, parent_job = start(f"{root}/out/dataset1", name, **replace)
+    parent.commit_job(parent_job, [write_and_commit(parent, parent_job, {"p.txt": b"parent"})])
+    assert not store.exists(store.join(store.strip(nested_url), "_SUCCESS"))
+    child.commit_job(child_job, [write_and_commit(child, child_job, {"c.txt": b"child"})])  # failed before
+    assert visible_files(store, store.strip(f"{root}/out/dataset1")) == {"p.txt": b"parent",
+                                                                           "nested/c.txt": b"child"}
+    assert outcommit.create_committer(nested_url, {}, name).leftover_jobs() == {}
