@@ -102,3 +102,17 @@ def test_replace_of_a_parent_leaves_a_nested_jobs_state_alone(root: str, name: s
     assert visible_files(store, store.strip(f"{root}/out/dataset1")) == {"p.txt": b"parent",
                                                                            "nested/c.txt": b"child"}
     assert outcommit.create_committer(nested_url, {}, name).leftover_jobs() == {}
+
+
+def test_v2_never_reports_success_for_files_gone_before_its_job_commit(root: str) -> None:
+    """Machine: a ``v2`` task publishes its file; another job sets up under ``replace`` and
+    deletes it (v2 replaces at job setup); the first job's commit then wrote a
+    ``success=true`` ``_SUCCESS`` naming the missing file (readers failed on it)."""
+    url = f"{root}/out/dataset1"
+    first, first_job = start(url, "v2")
+    message = write_and_commit(first, first_job, {"part-0.txt": b"first job"})
+    start(url, "v2", **{"outcommit.committer.conflict-mode": "replace"})
+    with pytest.raises(outcommit.JobCommitError, match=r"part-0\.txt"):
+        first.commit_job(first_job, [message])
+    store = outcommit.open_store(url)
+    assert not store.exists(store.join(store.strip(url), "_SUCCESS"))

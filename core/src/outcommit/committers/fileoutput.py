@@ -18,6 +18,7 @@ and an abort removes what it had already moved.
 from __future__ import annotations
 
 import logging
+import posixpath
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -387,6 +388,23 @@ class FileOutputCommitterV2(FileOutputCommitter):
         # The committed output is already in the destination.
         return False
 
+    def _check_published(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Before ``_SUCCESS`` says so, every file the tasks published is still there, with
+        its size: they published as they committed, and another job's ``replace`` (or
+        anyone) may have deleted one since. One listing per directory they wrote."""
+        expected = {self.dest_path(str(entry["path"])): entry.get("size")
+                    for message in messages for entry in message.get("files", [])}
+        directories = sorted({posixpath.dirname(path) for path in expected})
+        listed = run_all(self.store.list_dir, directories, min(self.threads, len(directories)),
+                         name="outcommit-check")
+        found = {info.path: info.size for listing in listed for info in listing if not info.is_dir}
+        missing = [path for path, size in expected.items()
+                   if path not in found or (isinstance(size, int) and found[path] != size)]
+        if missing:
+            raise CommitError(f"{len(missing)} file(s) the job's tasks published are gone or changed, "
+                              f"e.g. {self.store.url(missing[0])} (another job's conflict mode "
+                              "'replace'?): the job's output is not complete; run the job again")
+
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         started = self.commit_started()
@@ -403,6 +421,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
             for m in messages:
                 self._validate_message(job, m)
             files = self._message_files(messages)
+            self._check_published(messages)
             summary = self._success(job, files, started, len(messages))
         except Exception as exc:
             raise self.failed_commit(job, exc, started, files) from exc
