@@ -19,10 +19,11 @@ job's state), the rename committers through ``Committer.replace_destination``:
 * A store without batch deletes (the memory store, metered per call, standing for the Azure
   store today): one request per file, ``threads`` at once, against the
   same requests one after another (what ``delete_files`` did before, same run).
-* ``replace`` by the rename committers (``manifest``, ``v1``/``v2``): every partition
-  directory of the destination deleted recursively (a listing and a delete each, on a
-  store without batch deletes), ``outcommit.committer.threads`` at once, against one
-  after another (what ``replace_destination`` did before, same run).
+* ``replace`` by the rename committers (``manifest``, ``v1``/``v2``): one listing of the
+  destination (which directories hold another job's state), then every partition
+  directory deleted recursively (a listing and a delete each, on a store without batch
+  deletes), ``outcommit.committer.threads`` at once, against the same requests one after
+  another (``replace_destination`` with one thread, same run).
 """
 
 from __future__ import annotations
@@ -108,14 +109,11 @@ def replace_case(partitions: int, model: CostModel) -> dict[str, Any]:
             inner.write_bytes(f"{root}/day={index:05d}/part-0.parquet", b"x")
         meter = Meter(model)
         store = MeteredStore(inner, meter)
-        committer = outcommit.create_committer(dest, {"outcommit.committer.conflict-mode": "replace"},
-                                               "manifest", store=store)
+        serial = {"outcommit.committer.threads": "1"} if name == "one after another" else {}
+        committer = outcommit.create_committer(dest, {"outcommit.committer.conflict-mode": "replace",
+                                                      **serial}, "manifest", store=store)
         with meter.measure():
-            if name == "replace_destination":
-                committer.replace_destination(JobContext(dest))
-            else:  # what replace_destination did before: one entry after another
-                for child in committer.visible_children():
-                    store.delete(child.path, recursive=child.is_dir)
+            committer.replace_destination(JobContext(dest))
         assert not inner.list_files(root)
         rows[name] = figures(meter)
         rows["parallelism"] = committer.threads
