@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import outcommit
-from outcommit import JobContext
+from outcommit import JobContext, read
 from outcommit.committer import JOB_MARKER
 from outcommit.testing.conformance import visible_files
 from outcommit.testing.faults import Fault, FaultInjectingStore
@@ -116,3 +116,52 @@ def test_v2_never_reports_success_for_files_gone_before_its_job_commit(root: str
         first.commit_job(first_job, [message])
     store = outcommit.open_store(url)
     assert not store.exists(store.join(store.strip(url), "_SUCCESS"))
+
+
+DELAYED = ["magic", "directory", "partitioned"]
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("name", DELAYED)
+def test_a_delayed_replace_takes_a_nested_datasets_success_with_its_data(
+        name: str, s3_config: dict[str, Any], s3_root: str) -> None:
+    """Machine: a job commits to ``out/dataset1/nested``, then a job on ``out/dataset1``
+    commits under ``replace``: the nested files were deleted and the nested ``_SUCCESS``
+    stayed, naming them (``committed_files`` of the nested dataset failed on it)."""
+    nested_url, parent_url = f"{s3_root}/out/dataset1/nested", f"{s3_root}/out/dataset1"
+    nested, job = start(nested_url, name, **s3_config)
+    nested.commit_job(job, [write_and_commit(nested, job, {"p=0/n.txt": b"nested"})])
+    parent, job = start(parent_url, name, **s3_config, **{"outcommit.committer.conflict-mode": "replace"})
+    parent.commit_job(job, [write_and_commit(parent, job, {"p=0/a.txt": b"parent"})])
+    store = outcommit.open_store(s3_root, s3_config)
+    report = store.join(store.strip(nested_url), "_SUCCESS")
+    if name == "partitioned":  # its replace is scoped to p=0: the nested dataset stays whole
+        assert len(read.committed_files(nested_url, s3_config)) == 1
+    else:
+        assert not store.exists(report)  # it named n.txt, deleted
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("name", DELAYED)
+def test_an_aborted_delayed_replace_leaves_no_report_naming_what_it_deleted(
+        name: str, s3_config: dict[str, Any], s3_root: str) -> None:
+    """Machine: a job commits; a ``replace`` job's commit deletes the old files and fails
+    at its first completion, and is aborted. The earlier job's ``_SUCCESS`` stayed, naming
+    the deleted files (the rename committers delete it first: no reader may take the
+    half-deleted table for that job's output)."""
+    url = f"{s3_root}/out/dataset1"
+    first, job = start(url, name, **s3_config)
+    first.commit_job(job, [write_and_commit(first, job, {"p=0/old.txt": b"old"})])
+    faulty = FaultInjectingStore(outcommit.open_store(url, s3_config), [Fault("multipart.complete")])
+    replace = {**s3_config, "outcommit.committer.conflict-mode": "replace"}
+    second = outcommit.create_committer(url, replace, name, store=faulty)
+    job = JobContext(url, config=second.config)
+    second.setup_job(job)
+    message = write_and_commit(second, job, {"p=0/new.txt": b"new"})
+    with pytest.raises(outcommit.JobCommitError):
+        second.commit_job(job, [message])
+    second.abort_job(job)
+    second.cleanup_job(job)
+    store = outcommit.open_store(url, s3_config)
+    assert visible_files(store, store.strip(url)) == {}  # replace-not-atomic: the old file went
+    assert not store.exists(store.join(store.strip(url), "_SUCCESS"))  # and its report with it

@@ -14,6 +14,7 @@ at most a round trip old when the old files are deleted.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Literal
@@ -22,6 +23,7 @@ from outcommit.errors import DestinationExistsError
 from outcommit.parallel import run_all
 from outcommit.paths import earlier_partition_dir, relative_to
 from outcommit.store import FileInfo
+from outcommit.success import SUCCESS_FILE
 
 from .files import PendingCommit, is_hidden_path
 from .operations import CommitOperations, Logger
@@ -38,6 +40,8 @@ class Scan:
     roots: list[str]
     existing: list[str]
     pending: Callable[[PendingCommit], bool] | None = None
+    #: the ``_SUCCESS`` reports ``replace`` deletes first: each names files it deletes
+    reports: tuple[str, ...] = ()
 
 
 def _scope_files(ops: CommitOperations, scope: Scope,
@@ -72,7 +76,11 @@ def scan(ops: CommitOperations, mode: str, scope: Scope,
     existing = [i.path for i in candidates
                 if i.path not in ours and not is_hidden_path(relative_to(i.path, ops.dest))]
     pending = ops.pending_lookup() if mode == "replace" and existing else None
-    return Scan(roots, existing, pending)
+    # The destination's report (a partition's files are in it too) and a nested dataset's
+    # in the scope: left, each would name deleted files (readers fail on it).
+    reports = {ops.store.join(ops.dest, SUCCESS_FILE),
+               *(i.path for i in candidates if posixpath.basename(i.path) == SUCCESS_FILE)}
+    return Scan(roots, existing, pending, tuple(sorted(reports)))
 
 
 def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[PendingCommit],
@@ -92,6 +100,8 @@ def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[
             f"{where} of {destination} already hold data ({ops.store.url(existing[0])}, ...) "
             "and the conflict mode is 'fail': use 'append' or 'replace', or another destination")
     ops.check_completable(commits, found.pending)
-    ops.store.delete_files(existing, threads=ops.threads)
+    # The reports with the files they name, first in the same requests (S3: in the first
+    # DeleteObjects batch): no round trip more, and no report stays that names deleted files.
+    ops.store.delete_files([*found.reports, *existing], threads=ops.threads)
     log.info("replace: deleted %d existing files", len(existing))
     return len(existing)
