@@ -165,3 +165,22 @@ def test_an_aborted_delayed_replace_leaves_no_report_naming_what_it_deleted(
     store = outcommit.open_store(url, s3_config)
     assert visible_files(store, store.strip(url)) == {}  # replace-not-atomic: the old file went
     assert not store.exists(store.join(store.strip(url), "_SUCCESS"))  # and its report with it
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("name", DELAYED)
+def test_a_store_error_in_a_delayed_job_check_fails_the_commit_with_its_report(
+        name: str, s3_config: dict[str, Any], s3_root: str) -> None:
+    """As for v1 and v2: the delayed committers raised the store's own error when the job
+    check's request failed, without the ``success=false`` report."""
+    url = f"{s3_root}/out"
+    faulty = FaultInjectingStore(outcommit.open_store(url, s3_config), [])
+    committer = outcommit.create_committer(url, s3_config, name, store=faulty)
+    job = JobContext(url, config=committer.config, task_messages=True)
+    committer.setup_job(job)
+    message = write_and_commit(committer, job, {"a.txt": b"a"})
+    faulty.add(Fault("info", path_contains="_job.json"))
+    with pytest.raises(outcommit.JobCommitError) as failure:
+        committer.commit_job(job, [message])
+    assert failure.value.summary is not None and failure.value.summary.success is False
+    assert committer.commit_job(job, [message]).success

@@ -332,8 +332,11 @@ class DelayedCompletionCommitter(Committer):
                 refused = exc
             wait([loading])
             done, resumed = self._committed_before(job, refused, loading)
-        except BaseException:
+        except BaseException as exc:
             beside.shutdown(wait=False, cancel_futures=True)  # read-only listings: let them go
+            if isinstance(exc, Exception) and not isinstance(exc, CommitError):
+                # The store failed the job check: a failed commit all the same, with its report.
+                raise self._failed(job, exc, started, commits) from exc
             raise
         beside.shutdown(wait=done is None, cancel_futures=done is not None)
         if done is not None:
@@ -389,11 +392,8 @@ class DelayedCompletionCommitter(Committer):
                          "conflict.deleted": removed, **metrics,
                          "commit.duration.ms": int((time.monotonic() - started) * 1000)},
                 diagnostics=diagnostics)
-        except CorruptFileError as exc:
-            failed = self.failed_commit(job, exc, started, self._urls(commits))
-            raise CorruptCommitDataError(str(failed), failed.summary, exc) from exc
         except Exception as exc:
-            raise self.failed_commit(job, exc, started, self._urls(commits)) from exc
+            raise self._failed(job, exc, started, commits) from exc
         # Every upload of this job is now complete or aborted (by the sweep, or above).
         cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False,
                          end=False, listed=state)  # end_job above already deleted the markers
@@ -417,6 +417,14 @@ class DelayedCompletionCommitter(Committer):
             raise CommitError(f"an abort of an earlier attempt of job {job.job_id} began, and "
                               f"{len(gone)} completed file(s) are not in the destination as this "
                               f"job made them, e.g. {self.store.url(gone[0].path)}: abort the job")
+
+    def _failed(self, job: JobContext, exc: Exception, started: float,
+                commits: JobCommits | None) -> JobCommitError:
+        """The error a failed job commit raises, with its success=false report."""
+        failed = self.failed_commit(job, exc, started, self._urls(commits))
+        if isinstance(exc, CorruptFileError):
+            return CorruptCommitDataError(str(failed), failed.summary, exc)
+        return failed
 
     def _urls(self, commits: JobCommits | None) -> Iterator[str]:
         return (self.store.url(c.path) for c in commits or ())
