@@ -201,7 +201,10 @@ class Store:
         except FileNotFoundError:
             return []
         own = path.rstrip("/")
-        return sorted((self._to_info(e) for e in entries if str(e["name"]).rstrip("/") != own),
+        # Only the directory's own children: adlfs answers the listing of a directory that
+        # does not exist with what its name is a prefix of (dataset1 -> dataset1.bak/...).
+        return sorted((self._to_info(e) for e in entries
+                       if str(e["name"]).rstrip("/").rpartition("/")[0] == own),
                       key=lambda i: i.path)
 
     def list_files(self, path: str) -> list[FileInfo]:

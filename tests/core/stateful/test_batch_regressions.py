@@ -6,6 +6,7 @@ before its fix.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,33 @@ def test_a_store_error_in_a_delayed_job_check_fails_the_commit_with_its_report(
         committer.commit_job(job, [message])
     assert failure.value.summary is not None and failure.value.summary.success is False
     assert committer.commit_job(job, [message]).success
+
+
+
+@pytest.fixture
+def azure_config(azurite_server: Any) -> dict[str, Any]:
+    return {**azurite_server.config(), "outcommit.manifest.retry-backoff-ms": "0"}
+
+
+@pytest.fixture
+def azure_root(azurite_server: Any) -> str:
+    container = f"regressions-{uuid.uuid4().hex[:12]}"
+    azurite_server.create_container(container)
+    return f"abfs://{container}"
+
+
+@pytest.mark.azure
+@pytest.mark.parametrize("name", ["v2", "manifest", "blocklist"])
+def test_a_job_into_an_empty_destination_never_touches_an_adjacent_name_on_azure(
+        name: str, azure_config: dict[str, Any], azure_root: str) -> None:
+    """Machine (its canary ``out/dataset1.bak/keep.txt``): on Azure, listing the empty
+    ``out/dataset1`` returned the sibling's file, so a job under ``fail`` was refused
+    ("already has data (keep.txt, ...)"). A ``replace`` leaves the sibling alone."""
+    store = outcommit.open_store(azure_root, azure_config)
+    keep = store.join(store.strip(azure_root), "out", "dataset1.bak", "keep.txt")
+    store.write_bytes(keep, b"backup")
+    url = f"{azure_root}/out/dataset1"
+    start(url, name, **azure_config, **FAIL)  # refused before the fix
+    replacing, job = start(url, name, **azure_config, **{"outcommit.committer.conflict-mode": "replace"})
+    replacing.commit_job(job, [write_and_commit(replacing, job, {"a.txt": b"a"})])
+    assert store.read_bytes(keep) == b"backup"

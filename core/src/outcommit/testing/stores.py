@@ -151,6 +151,16 @@ class StoreContract:
         assert store.read_bytes(store.join(ten, "b.txt")) == b"10"
         assert store.list_files(one) == []
 
+    def test_a_missing_directory_lists_nothing_of_an_adjacent_name(self, store: Store, root: str) -> None:
+        """A directory that does not exist lists as empty, also when another name starts
+        with its name: on Azure, ``dataset1`` listed ``dataset1.bak``'s file, and a
+        ``replace`` into the empty ``dataset1`` deleted it (found by the batch stateful machine)."""
+        store.write_bytes(store.join(root, "dataset1.bak", "keep.txt"), b"backup")
+        missing = store.join(root, "dataset1")
+        assert store.list_dir(missing) == []
+        assert store.list_files(missing) == []
+        assert store.info(missing) is None
+
     def test_listing_is_consistent(self, store: Store, root: str) -> None:
         self.need(store, caps.LISTING_CONSISTENT)
         fresh = open_store(store.url(root), store.config)  # another client, as another process
