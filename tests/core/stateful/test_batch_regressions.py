@@ -215,3 +215,18 @@ def test_a_job_into_an_empty_destination_never_touches_an_adjacent_name_on_azure
     replacing, job = start(url, name, **azure_config, **{"outcommit.committer.conflict-mode": "replace"})
     replacing.commit_job(job, [write_and_commit(replacing, job, {"a.txt": b"a"})])
     assert store.read_bytes(keep) == b"backup"
+
+
+def test_v2_a_repeated_commit_of_one_attempt_keeps_its_record(root: str) -> None:
+    """Machine: a ``v2`` job commits by discovery, its cleanup fails (a store error: the
+    job's markers stay), a zombie of the committed attempt commits it again, and the job's
+    commit is repeated: the repeat found no files (already published) and replaced the
+    task's record with an empty one, and ``_SUCCESS`` was rewritten without the file.
+    Shrunk: the repeated task commit of one attempt must answer as the first did."""
+    url = f"{root}/out"
+    committer, job = start(url, "v2")
+    task = job.task_attempt(0)
+    first = write_and_commit(committer, job, {"part-0.txt": b"data"})
+    assert committer.commit_task(task) == first
+    report = committer.commit_job(job)
+    assert [name.rsplit("/", 1)[1] for name in report.filenames] == ["part-0.txt"]

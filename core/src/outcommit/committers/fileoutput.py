@@ -359,6 +359,14 @@ class FileOutputCommitterV2(FileOutputCommitter):
         self.require_job(task.job, TaskCommitError)
         attempt_dir = self.task_attempt_dir(task)
         files = self.store.list_files(attempt_dir)
+        if not files:
+            # A repeated commit of this attempt (its files already published, its directory
+            # gone) answers as the first did: an empty record would replace the task's, and
+            # a job commit by discovery would then leave its files out of _SUCCESS.
+            recorded = self._recorded_message(task)
+            if recorded is not None:
+                self.logger(task).info("task %s: already committed", task.attempt_id)
+                return recorded
         message = self._task_message(task, files, attempt_dir)
         if files:
             for child in self.store.list_dir(attempt_dir):
@@ -372,6 +380,16 @@ class FileOutputCommitterV2(FileOutputCommitter):
         self.logger(task).info("committed task %s into the destination (%d files)",
                                task.attempt_id, len(files))
         return message
+
+    def _recorded_message(self, task: TaskAttemptContext) -> dict[str, Any] | None:
+        """This attempt's own task record, if its commit already ran."""
+        try:
+            recorded = self.store.load_json(self.task_record(task.job, task.task_id))
+        except (FileNotFoundError, CorruptFileError):
+            return None
+        if isinstance(recorded, dict) and recorded.get("taskAttemptId") == task.attempt_id:
+            return recorded
+        return None
 
     def task_record(self, job: JobContext, task_id: str) -> str:
         return self.store.join(self.job_attempt_dir(job), TASK_RECORDS_DIR, f"{task_id}.json")
