@@ -143,6 +143,11 @@ class OptionError(ConfigError):
     """An engine's write option is missing, invalid or unknown."""
 
 
+class UnsupportedNameError(OutcommitError, ValueError):
+    """A path holds a name the store cannot hold exactly (the service or its client would
+    act on another name): refused before any request, naming the character and the fix."""
+
+
 class UnsupportedWriteError(OutcommitError, ValueError):
     """A write the committer's filesystem cannot accept (append, copy, reserved or '..' paths)."""
 

@@ -4,6 +4,15 @@ Paths given to a store are *store paths*: the URL with its scheme removed, as fs
 strips it (``bucket/key`` for object stores, ``/abs/path`` locally). ``url()`` puts the
 scheme back. A store declares its capabilities as data; ``has_capability`` answers
 ``False`` for anything not declared.
+
+Every operation acts on exactly the path it is given, as Hadoop's ``FileSystem`` does
+(it never globs): ``out/p*.csv`` is one file, never a pattern that also reaches
+``out/pa.csv``; ``a%2Fb`` is one name, never ``a/b``. fsspec's calls on several paths
+(``rm``, ``mv``, ``copy``, ``expand_path``, ``glob``) read ``*``, ``?`` and ``[...]`` as
+patterns, so no store operation uses them: everything here is made of fsspec's calls on
+one path (``info``, ``ls``, ``find``, ``open``, ``cat_file``, ``pipe_file``, ``rm_file``,
+``cp_file``, ``makedirs``). A name a store cannot hold exactly (its service or client
+would read it as another) is refused before any request (:meth:`Store.check_name`).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import fsspec
 from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
-from .errors import CorruptFileError, RenameError
+from .errors import CorruptFileError, RenameError, UnsupportedNameError
 from .iostats import IOStatistics
 from .multipart import BlockLists, MultipartUploads
 from .parallel import run_all
@@ -156,6 +165,20 @@ class Store:
     def join(base: str, *parts: str) -> str:
         return posixpath.join(base, *parts) if base else posixpath.join(*parts)
 
+    def check_name(self, path: str) -> str:
+        """``path``, when this store can act on exactly that name; else
+        :class:`~outcommit.errors.UnsupportedNameError` naming the character and the fix.
+
+        Every operation on a path asks first, so a name the store's service or client
+        would read as another (Azure reads ``\\`` as ``/``) is refused before a request,
+        and nothing is written, read or deleted in its place. Every name is held here;
+        stores refuse what theirs cannot hold (docs/capabilities.md lists them).
+        """
+        return path
+
+    def _unsupported(self, path: str, what: str, fix: str) -> UnsupportedNameError:
+        return UnsupportedNameError(f"{self.url(path)}: {what}; {fix}")
+
     # -- reading -----------------------------------------------------------------
     def _to_info(self, entry: Mapping[str, Any]) -> FileInfo:
         is_dir = entry.get("type") == "directory"
@@ -167,6 +190,7 @@ class Store:
 
     def info(self, path: str) -> FileInfo | None:
         """Status of ``path``, or None when nothing is there."""
+        self.check_name(path)
         try:
             return self._to_info(self.fs.info(path))
         except (FileNotFoundError, NotADirectoryError):  # a path under a file: nothing there
@@ -182,6 +206,7 @@ class Store:
         For comparing with other times the same store gives (a pending upload's
         initiation), never with this machine's clock. fsspec's ``modified`` by default.
         """
+        self.check_name(path)
         try:
             when = self.fs.modified(path)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError, NotImplementedError):
@@ -196,6 +221,7 @@ class Store:
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Direct children of a directory; empty when it does not exist."""
+        self.check_name(path)
         try:
             entries = self.fs.ls(path, detail=True)
         except FileNotFoundError:
@@ -209,6 +235,7 @@ class Store:
 
     def list_files(self, path: str) -> list[FileInfo]:
         """Every file below ``path``, recursively, in one listing where the store allows."""
+        self.check_name(path)
         try:
             found = self.fs.find(path, detail=True, withdirs=False)
         except FileNotFoundError:
@@ -222,11 +249,13 @@ class Store:
                       key=lambda i: i.path)
 
     def open(self, path: str, mode: str = "rb", **kwargs: Any) -> IO[bytes]:
+        self.check_name(path)
         if "w" in mode:
             self.mkdirs(posixpath.dirname(path))
         return self.fs.open(path, mode, **kwargs)  # type: ignore[no-any-return]
 
     def read_bytes(self, path: str) -> bytes:
+        self.check_name(path)
         return self.fs.cat_file(path)  # type: ignore[no-any-return]
 
     # -- writing -----------------------------------------------------------------
@@ -254,6 +283,7 @@ class Store:
         return path
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        self.check_name(path)
         self.mkdirs(posixpath.dirname(path))
         self.fs.pipe_file(path, data)
 
@@ -276,23 +306,79 @@ class Store:
         raise NotImplementedError(f"store {self.scheme} has no exclusive create")
 
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
-        """Rename one file. Returns only when it happened; raises otherwise."""
+        """Rename one file. Returns only when it happened; raises otherwise.
+
+        Here: a copy, then a delete of the source (neither atomic nor O(1)). A store that
+        declares ``fs.rename.file.atomic`` overrides it with its own rename: fsspec's
+        ``mv`` is no such thing (it globs its paths: ``mv('p*.csv', ...)`` moves
+        ``pa.csv`` too, and then deletes by the same pattern).
+        """
+        self.check_name(src)
+        self.check_name(dst)
         if not overwrite and self.exists(dst):
             raise FileExistsError(f"rename destination exists: {dst}")
         self.mkdirs(posixpath.dirname(dst))
-        self.fs.mv(src, dst)
+        self.fs.cp_file(src, dst)
+        self._delete_file(src)
 
     def rename_dir(self, src: str, dst: str) -> None:
-        """Rename a directory to a path that does not exist."""
+        """Rename a directory to a path that does not exist: file by file here (see
+        :meth:`rename_file`); stores with an atomic directory rename override it."""
+        self.check_name(src)
+        self.check_name(dst)
         if self.exists(dst):
             raise FileExistsError(f"rename destination exists: {dst}")
-        self.mkdirs(posixpath.dirname(dst))
-        self.fs.mv(src, dst, recursive=True)
+        root = src.rstrip("/")
+        for info in self.list_files(src):
+            self.rename_file(info.path, dst.rstrip("/") + info.path[len(root):])
 
     def delete(self, path: str, recursive: bool = False) -> None:
-        """Delete a file or directory; a missing path is not an error."""
+        """Delete the file ``path`` (with ``recursive``: the tree below it too); a missing
+        path is not an error. Exactly ``path``: never what a pattern in its name matches.
+
+        Here: the tree from one listing (:meth:`_tree`), its files deleted one ``rm_file``
+        each (in batches where the store declares ``fs.delete.batch``), then its
+        directories deepest first, each only once empty (:meth:`delete_empty_dir`: nothing
+        to do on an object store), then ``path`` itself if it is a file.
+        """
+        self.check_name(path)
+        if recursive:
+            files, directories = self._tree(path)
+            if files:
+                self.delete_files(files)
+            for directory in sorted(directories, key=lambda d: d.count("/"), reverse=True):
+                self._delete_directory(directory)
+        self._delete_file(path)
+
+    def _tree(self, path: str) -> tuple[list[str], list[str]]:
+        """(the files strictly below ``path``, its directories and itself if it is one):
+        one fsspec ``find`` (one path, no pattern)."""
+        own = path.rstrip("/")
         try:
-            self.fs.rm(path, recursive=recursive)
+            found = self.fs.find(path, withdirs=True, detail=True)
+        except FileNotFoundError:
+            return [], []
+        if not isinstance(found, dict):  # adlfs answers the find of a file with a list
+            return [], []
+        files: list[str] = []
+        directories: list[str] = []
+        for name, entry in found.items():
+            name = str(entry.get("name") or name).rstrip("/")
+            # Only the tree itself: gcsfs < 2024.9 answers a find of '.../dataset1' with a
+            # prefix search that also returns '.../dataset10/...'.
+            if name == own or name.startswith(own + "/"):
+                (directories if entry.get("type") == "directory" else files).append(name)
+        return [f for f in files if f != own], directories
+
+    def _delete_directory(self, path: str) -> None:
+        """A directory of a tree being deleted, its files gone: only if empty (another job
+        may be creating something inside), as :meth:`delete_empty_dir` does."""
+        self.delete_empty_dir(path)
+
+    def _delete_file(self, path: str) -> None:
+        """One ``rm_file``: fsspec's only delete that takes its path as a name."""
+        try:
+            self.fs.rm_file(path)
         except FileNotFoundError:
             pass
 

@@ -6,12 +6,15 @@ from typing import Any
 
 import pytest
 
+from generative import budget
 from outcommit.testing.stores import StoreContract
 
 pytestmark = pytest.mark.azure
 
 
 class TestAzureBlobStore(StoreContract):
+    name_settings = budget(10)
+
     @pytest.fixture
     def store_root(self, azure_root: str) -> str:
         return azure_root

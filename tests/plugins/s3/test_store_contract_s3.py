@@ -6,12 +6,15 @@ from typing import Any
 
 import pytest
 
+from generative import budget
 from outcommit.testing.stores import StoreContract
 
 pytestmark = pytest.mark.s3
 
 
 class TestS3Store(StoreContract):
+    name_settings = budget(10)
+
     @pytest.fixture
     def store_root(self, s3_root: str) -> str:
         return s3_root

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import shutil
 import uuid
 
 import fsspec
@@ -108,6 +109,15 @@ class LocalStore(Store):
             pass
 
     def delete(self, path: str, recursive: bool = False) -> None:
-        if not os.path.lexists(path):
-            return
-        super().delete(path, recursive=recursive)
+        """``os.remove`` or ``shutil.rmtree`` of exactly ``path`` (a symbolic link is
+        removed, never followed); a missing path is not an error."""
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                if not recursive:
+                    raise IsADirectoryError(f"{self.url(path)} is a directory: delete it with "
+                                            "recursive=True")
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+        except FileNotFoundError:  # gone already (or meanwhile: another cleanup)
+            pass

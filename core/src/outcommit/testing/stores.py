@@ -17,6 +17,12 @@ it (exclusive create, directory rename, batch deletes, multipart uploads, etag-p
 rename) and are skipped, saying so, when it does not. A store that passes this suite
 and :class:`~outcommit.testing.conformance.CommitterConformance` for the committers
 that are safe on it keeps every promise the committers rely on.
+
+One test is a property (hypothesis): every operation acts on exactly the path it is
+given, whatever characters the names hold, and on no decoy beside it that a glob, an
+unquoting or a Unicode normalisation of the name would reach
+(:mod:`outcommit.testing.names`). It carries the ``generative`` mark; a binding sets its
+budget with ``name_settings`` (default: 20 examples).
 """
 
 from __future__ import annotations
@@ -25,15 +31,23 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import assume, example, given, settings
 
 from .. import capabilities as caps
 from ..errors import CorruptFileError
 from ..factory import open_store
 from ..store import FileInfo, Store
+from .names import check_exact_names, relative_paths
 
 
 class StoreContract:
     """Abstract suite: not collected itself (no ``Test`` prefix), run by subclasses."""
+
+    #: The budget of the names property (the project's bindings: ``generative.budget``).
+    name_settings: settings = settings(max_examples=20, deadline=None)
+    #: Characters the server under test rewrites in names where the real service keeps them
+    #: (an emulator's defect, not the store's): the names property leaves them out.
+    server_rewrites: str = ""
 
     # -- fixtures a binding provides ------------------------------------------------------
     @pytest.fixture
@@ -329,3 +343,24 @@ class StoreContract:
         writer.write_with_metadata(path, b"", {"x-test-length": "42"})
         info = store.info(path)
         assert info is not None and info.size == 0
+
+    # -- names: exactly the named path ------------------------------------------------------------
+    @pytest.mark.generative
+    def test_operations_act_on_exactly_the_named_path(self, store: Store, root: str) -> None:
+        """Write, list, exists, open, read, rename, delete act on exactly the path they are
+        given, whatever its names hold, and on none of the decoys beside it; a name the
+        store cannot hold is refused (UnsupportedNameError) and nothing is written."""
+        @self.name_settings
+        @given(rel=relative_paths())
+        @example(rel=["p*.csv"])
+        @example(rel=["q[1].csv"])
+        @example(rel=["out[1]", "a%2Fb"])
+        @example(rel=["café", "x"])
+        @example(rel=["end#", "end?"])
+        def check(rel: list[str]) -> None:
+            assume(not any(c in segment for segment in rel for c in self.server_rewrites))
+            check_exact_names(store, store.join(root, uuid.uuid4().hex[:8]), rel,
+                              self.server_rewrites)
+
+        check()
+

@@ -21,6 +21,14 @@ a delete of the source, and the copy gets a new etag. Why ``manifest`` is still 
 
 Directory rename on Blob is O(files) and not atomic, so ``v1`` is refused there.
 
+**Names.** Every operation of the store names exactly one blob through the SDK's clients,
+never through adlfs: adlfs reads a path as a URL (a name ending in ``#`` or ``?``, or
+holding ``?`` before ``#``, comes back as another; ``?versionid=`` as a version) and its
+``rm`` globs. adlfs remains the fsspec filesystem handed to writers and ``open``, so a
+name it cannot address is refused there, and in any path where it would move a writer
+elsewhere (``?`` before ``#``, ``?versionid=``); ``\\`` is refused everywhere (Azure
+reads it as ``/``). See :meth:`AzureStore.check_name`.
+
 **Both kinds** stage blocks and commit block lists (the Blob API works on HNS accounts
 too): ``fs.blocklist.delayed-completion``, the ``blocklist`` committer
 (:mod:`.blocklist`, :mod:`.committer`). It is the default on Blob accounts, where it
@@ -33,6 +41,7 @@ from __future__ import annotations
 import posixpath
 import threading
 import time
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit
 from urllib.request import getproxies, proxy_bypass
@@ -257,24 +266,155 @@ class AzureStore(Store):
         return AzureBlockLists(self, size)
 
     def _blob(self, path: str) -> Any:
-        container, _, blob = path.partition("/")
+        """The SDK's client of exactly this blob (the name checked, never parsed)."""
+        container, blob = self._split(path)
         return self.service.get_blob_client(container, blob)
 
-    # -- reading -----------------------------------------------------------------------
-    # Store's own operations, through adlfs: a refusal of the credentials as a store error.
-    info = translated(Store.info)
-    list_dir = translated(Store.list_dir)
-    list_files = translated(Store.list_files)
-    open = translated(Store.open)
-    read_bytes = translated(Store.read_bytes)
+    # -- names ---------------------------------------------------------------------------
+    def strip(self, url: str) -> str:
+        """``container/path`` of ``abfs[s]://container[@account.host]/path`` or ``az://``,
+        read literally (no client: adlfs's would parse ``#`` and ``?`` as URL syntax)."""
+        rest = url.split("://", 1)[1] if "://" in url else url
+        container, sep, path = rest.lstrip("/").partition("/")
+        return (container.split("@", 1)[0] + sep + path).rstrip("/")
+
+    def check_name(self, path: str) -> str:
+        """Refuse (UnsupportedNameError) what Azure or adlfs would read as another name:
+        ``\\`` (the Blob service takes it for ``/``); and, in a path writers reach through
+        adlfs (the fsspec filesystem committers hand them), ``?`` before a ``#`` or
+        ``?versionid=`` (adlfs reads a path as a URL: the ``#...`` part moves before the
+        ``?...`` part; ``?versionid=`` names a version)."""
+        if "\\" in path:
+            raise self._unsupported(path, "Azure Blob Storage reads '\\' in a blob name as '/'",
+                                    "rename it without backslashes")
+        if not adlfs_addresses(path + "/x"):
+            raise self._unsupported(path, "adlfs (the fsspec filesystem writers use) reads a "
+                                    "'?' followed by a '#', or '?versionid=', as URL syntax",
+                                    "rename it without them")
+        return path
+
+    def _split(self, path: str) -> tuple[str, str]:
+        """(container, blob name) of a checked store path."""
+        container, _, name = self.check_name(path).strip("/").partition("/")
+        return container, name
+
+    # -- reading: the Blob API on exactly the named blob -------------------------------------
+    @translated
+    def info(self, path: str) -> FileInfo | None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        container, name = self._split(path)
+        client = self.service.get_container_client(container)
+        if not name:
+            return FileInfo(path=container, is_dir=True) if client.exists() else None
+        try:
+            blob = client.get_blob_client(name).get_blob_properties()
+        except ResourceNotFoundError:
+            blob = None
+        if blob is not None and not _is_folder(blob):
+            return _blob_info(container, blob)
+        try:  # a directory: a blob below it (or the folder blob of an HNS account)
+            below = next(iter(client.list_blobs(name_starts_with=name.rstrip("/") + "/",
+                                                results_per_page=1)), None)
+        except ResourceNotFoundError:  # no such container
+            return None
+        return FileInfo(path=f"{container}/{name.rstrip('/')}", is_dir=True) \
+            if below is not None or blob is not None else None
+
+    @translated
+    def modified(self, path: str) -> datetime | None:
+        """The blob's Last-Modified (the service's clock), None when there is no blob."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        if not self._split(path)[1]:  # a container
+            return None
+        try:
+            when = self._blob(path).get_blob_properties().last_modified
+        except ResourceNotFoundError:
+            return None
+        return when if isinstance(when, datetime) else None
+
+    @translated
+    def list_dir(self, path: str) -> list[FileInfo]:
+        from azure.core.exceptions import ResourceNotFoundError
+        from azure.storage.blob import BlobPrefix
+
+        container, name = self._split(path)
+        prefix = f"{name.rstrip('/')}/" if name else ""
+        found: dict[str, FileInfo] = {}
+        try:
+            for item in self.service.get_container_client(container).walk_blobs(
+                    name_starts_with=prefix, delimiter="/", include=["metadata"]):
+                child = f"{container}/{item.name.rstrip('/')}"
+                if isinstance(item, BlobPrefix) or _is_folder(item):
+                    found[child] = FileInfo(path=child, is_dir=True)
+                elif item.name != prefix:  # not the directory's own marker blob
+                    found.setdefault(child, _blob_info(container, item))
+        except ResourceNotFoundError:
+            return []
+        return sorted(found.values(), key=lambda i: i.path)
+
+    @translated
+    def list_files(self, path: str) -> list[FileInfo]:
+        """Every blob below ``path`` (folder blobs of HNS accounts left out): one listing."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        container, name = self._split(path)
+        prefix = f"{name.rstrip('/')}/" if name else ""  # never an adjacent prefix
+        try:
+            blobs = [b for b in self.service.get_container_client(container).list_blobs(
+                name_starts_with=prefix, include=["metadata"])
+                if not _is_folder(b) and not b.name.endswith("/")]
+        except ResourceNotFoundError:
+            return []
+        return sorted((_blob_info(container, b) for b in blobs), key=lambda i: i.path)
+
+    @translated
+    def read_bytes(self, path: str) -> bytes:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            return self._blob(path).download_blob().readall()  # type: ignore[no-any-return]
+        except ResourceNotFoundError:
+            raise FileNotFoundError(self.url(path)) from None
+
+    @translated
+    def open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        """Through adlfs (fsspec's file objects): a name it would read as another is refused."""
+        if not adlfs_addresses(path):
+            raise self._unsupported(path, "adlfs (the fsspec filesystem of open) reads a name "
+                                    "ending in '#' or '?' as URL syntax", "rename it")
+        return super().open(path, mode, **kwargs)
+
     delete = translated(Store.delete)
     delete_files = translated(Store.delete_files)
 
-    def _to_info(self, entry: Any) -> FileInfo:
-        info = super()._to_info(entry)
-        if entry.get("type") == "directory":
-            return FileInfo(info.path, 0, True, None, info.extra)
-        return info
+    def _tree(self, path: str) -> tuple[list[str], list[str]]:
+        """(the blobs below ``path``, its folder blobs): one listing of the Blob API."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        container, name = self._split(path)
+        prefix = f"{name.rstrip('/')}/" if name else ""
+        try:
+            blobs = list(self.service.get_container_client(container).list_blobs(
+                name_starts_with=prefix, include=["metadata"]))
+        except ResourceNotFoundError:
+            return [], []
+        folders = {b.name for b in blobs if _is_folder(b) or b.name.endswith("/")}
+        return ([f"{container}/{b.name}" for b in blobs if b.name not in folders],
+                [f"{container}/{name}" for name in sorted(folders)])
+
+    def _delete_directory(self, path: str) -> None:
+        """A folder blob (HNS accounts, markers of other tools), its contents deleted first."""
+        self._delete_file(path)
+
+    def _delete_file(self, path: str) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            self._blob(path).delete_blob()
+        except ResourceNotFoundError:
+            pass
 
     # -- writing -----------------------------------------------------------------------
     @translated
@@ -381,3 +521,26 @@ class AzureStore(Store):
         if md5_dst and md5_src and bytes(md5_dst) == bytes(md5_src) and props.size == source.size:
             return "done"
         return "unknown"
+
+
+def _is_folder(blob: Any) -> bool:
+    """A folder blob (hierarchical namespace accounts, and tools that mark directories)."""
+    metadata = {k.lower(): v for k, v in (blob.metadata or {}).items()}
+    return metadata.get("hdi_isfolder") == "true" or metadata.get("is_directory") == "true"
+
+
+def _blob_info(container: str, blob: Any) -> FileInfo:
+    etag = str(blob.etag or "").strip('"') or None
+    return FileInfo(path=f"{container}/{blob.name}", size=int(blob.size or 0), etag=etag,
+                    extra={"last_modified": blob.last_modified, "metadata": blob.metadata})
+
+
+def adlfs_addresses(path: str) -> bool:
+    """Does adlfs name exactly this blob for ``path``? adlfs reads a path as the URL
+    ``abfs://<path>`` (fsspec's ``infer_storage_options``, ``urllib.parse.urlsplit``): it
+    puts back a non-empty ``#fragment`` after the path and then a non-empty ``?query``,
+    and cuts a key at ``?versionid=``. (A test compares this with adlfs itself.)"""
+    parts = urlsplit("abfs://" + path.lstrip("/"))
+    rebuilt = (parts.netloc + parts.path + (f"#{parts.fragment}" if parts.fragment else "")
+               + (f"?{parts.query}" if parts.query else ""))
+    return rebuilt == path.strip("/") and "?versionid=" not in path

@@ -199,6 +199,15 @@ class S3Store(Store):
                                       etag=str(obj.get("ETag", "")).strip('"') or None))
         return sorted(found, key=lambda i: i.path)
 
+    def open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        """Through s3fs (fsspec's file objects), which cuts a key at ``?versionId=`` and reads
+        the rest as a version: such a name is refused here (every other operation of the
+        store names its key through boto3, exactly)."""
+        if "?versionId=" in path:
+            raise self._unsupported(path, "s3fs (the fsspec filesystem of open) reads "
+                                    "'?versionId=' in a key as a version", "rename it")
+        return super().open(path, mode, **kwargs)
+
     def read_bytes(self, path: str) -> bytes:
         bucket, key = self.split(path)
         try:
