@@ -88,6 +88,12 @@ class MultipartUploads(abc.ABC):
     def list_pending(self, directory: str) -> list[PendingUpload]:
         """Pending uploads under a *directory* (``out/dataset1/`` never matches ``out/dataset10``)."""
 
+    def pending_unlisted(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
+        """Is this upload still pending, though :meth:`list_pending` did not show it? Asked
+        (one request) only for an upload the listing left out and that is not completed,
+        before old data is deleted. The default: no, the listing shows every pending upload."""
+        return False
+
 
 class BlockLists(MultipartUploads):
     """``fs.blocklist.delayed-completion``: blocks staged under the final name, committed later.
@@ -102,7 +108,10 @@ class BlockLists(MultipartUploads):
     * ``abort`` cannot remove one upload's blocks alone (``abortable`` is False): the
       service discards a name's uncommitted blocks when a block list is next committed for
       the name, or after its retention period (Azure: seven days);
-    * ``list_pending`` lists names that have uncommitted blocks and no committed object.
+    * ``list_pending`` lists names that have uncommitted blocks and no committed object: the
+      listing cannot show a name's uncommitted blocks once a blob is committed there (a
+      daily ``report.csv`` replaced by its next run), nor an empty file's upload, which
+      stages no block. ``pending_unlisted`` asks the name itself for those.
     """
 
     abortable = False

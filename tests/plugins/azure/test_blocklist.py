@@ -287,3 +287,30 @@ def test_conflict_mode_replace_deletes_the_old_files_threads_at_once(azure_root:
     assert summary.metrics["conflict.deleted"] == threads
     assert visible_files(view, root) == files
     assert leftovers(view, root) == []
+
+
+@pytest.mark.parametrize(("files", "there_before"), [
+    ({"report.csv": b"new report"}, True),
+    ({"empty.csv": b""}, True),
+    ({"empty.csv": b""}, False),
+], ids=["same-name", "same-name-empty", "new-name-empty"])
+def test_replace_commits_a_file_whose_name_already_holds_a_blob(
+        azure_root: str, azure_config: dict, files: dict[str, bytes], there_before: bool) -> None:
+    """Issue 27, defect 5: a daily ``report.csv`` under ``replace``. The listing of pending
+    uploads leaves out a name that holds a committed blob, so the check before old data is
+    deleted read the job's own upload as gone (UploadGoneError, 'rerun the job'), and every
+    rerun failed the same way. An empty file stages no block at all: it failed on any name."""
+    config = {**azure_config, "outcommit.committer.conflict-mode": "replace"}
+    view = open_store(azure_root, config)
+    root = view.strip(azure_root)
+    for run in range(2):  # every run, not only the first
+        view.write_bytes(f"{root}/old-{run}.txt", b"old")
+        for name in files if there_before else ():
+            view.write_bytes(f"{root}/{name}", b"yesterday's")
+        committer = create_committer(azure_root, config, "blocklist")
+        job = JobContext(azure_root, config=committer.config)
+        committer.setup_job(job)
+        summary = committer.commit_job(job, [run_task(committer, job, 0, files)])
+        assert summary.metrics["conflict.deleted"] == 1
+        assert visible_files(view, root) == files
+        assert leftovers(view, root) == []

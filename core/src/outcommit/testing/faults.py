@@ -224,6 +224,9 @@ class _FaultInjectingMultipart(MultipartUploads):
     def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
         return self.inner.holds(path, upload_id, etags)
 
+    def pending_unlisted(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
+        return self.inner.pending_unlisted(path, upload_id, etags)
+
     def check_parts(self, upload_id: str, etags: Sequence[str]) -> None:
         self.inner.check_parts(upload_id, etags)
 

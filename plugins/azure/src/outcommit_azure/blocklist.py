@@ -30,7 +30,11 @@ How it maps onto the multipart interface:
   losing attempts' blocks of the same file) or when a blob is put whole there, and
   otherwise one week after the last block was staged.
 * ``list_pending`` lists names under a directory that have uncommitted blocks and no
-  committed blob (listing with ``include=uncommittedblobs``, minus the plain listing).
+  committed blob (listing with ``include=uncommittedblobs``, minus the plain listing):
+  the service lists a name once, so a name that holds a committed blob hides the blocks
+  staged for its next version. ``pending_unlisted`` asks such a name (one Get Block List):
+  the job replacing yesterday's ``report.csv`` finds its own blocks there. An empty
+  file stages no block, so nothing of its upload can be gone: always pending.
 """
 
 from __future__ import annotations
@@ -180,6 +184,25 @@ class AzureBlockLists(BlockLists):
         except ResourceNotFoundError:
             return False
         return [b.id for b in committed] == ids
+
+    @translated
+    def pending_unlisted(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
+        """Every block of this upload is staged, uncommitted, under ``path`` (one Get Block
+        List; the listing cannot show it where a blob is committed). An empty file's upload
+        stages nothing that could be lost: pending until completed."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            ids = check_block_ids(upload_id, etags)
+        except ValueError:
+            return False
+        if not ids:
+            return True
+        try:
+            _, uncommitted = self._blob(path).get_block_list("uncommitted")
+        except ResourceNotFoundError:
+            return False
+        return set(ids) <= {b.id for b in uncommitted}
 
     def abort(self, path: str, upload_id: str) -> bool:
         """Nothing to abort: uncommitted blocks are discarded by the service (module docstring)."""

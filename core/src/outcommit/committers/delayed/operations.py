@@ -137,7 +137,10 @@ class CommitOperations:
         if is_pending is None:
             is_pending = self.pending_lookup()
         for commit in commits:
-            if not is_pending(commit) and not self.is_completed(commit):
+            # Not listed: completed already, or still pending where the listing cannot see
+            # it (block lists: a name holding a committed blob, an empty file), one request.
+            if not is_pending(commit) and not self.is_completed(commit) and \
+                    not self.mp.pending_unlisted(commit.path, commit.upload_id, commit.etags):
                 raise UploadGoneError(
                     f"upload {commit.upload_id} to {self.store.url(commit.path)} is no longer pending "
                     "(aborted by a sweep, a lifecycle rule or 'outcommit uploads abort'): nothing was "
