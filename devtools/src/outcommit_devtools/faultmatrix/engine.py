@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,11 @@ class DriverKilled(CommitError):
     """The driver process died; the job never finished (the cell's loud failure)."""
 
 
+def as_named(rel: str) -> str:
+    """The files' default names: as :func:`task_files` gives them."""
+    return rel
+
+
 @dataclass
 class CellEnv:
     """Everything one cell's actors share: the binding, the committer name, the store."""
@@ -76,6 +81,8 @@ class CellEnv:
     existing: Files = field(default_factory=dict)
     #: Containers the scenario created (bucket-root), removed after the verdict.
     extra_roots: list[str] = field(default_factory=list)
+    #: How the cell names each file a job writes (a relative path from :func:`task_files`).
+    rename: Callable[[str], str] = as_named
 
     def make(self, destination: str | None = None, store: Store | None = None) -> Committer:
         """A new committer instance: a new executor or driver process would create one."""
@@ -100,17 +107,19 @@ class CellEnv:
         self.graveyard.clear()
 
 
-def task_files(label: str, job: JobContext, index: int, attempt: int) -> Files:
-    """What one attempt writes: the names every attempt of the task uses, its own bytes.
-
-    One file at the top level and one in ``sub/``, a directory every task writes into, so
-    rename committers merge into an existing directory and partitioned ones see two
-    partitions.
-    """
+def task_file_names(label: str, index: int) -> list[str]:
+    """The names every attempt of task ``index`` writes: one file at the top level and one
+    in ``sub/``, a directory every task writes into, so rename committers merge into an
+    existing directory and partitioned ones see two partitions."""
     base = f"{label}part-{index:05d}"
+    return [f"{base}-0.txt", f"sub/{base}.txt"]
+
+
+def task_files(label: str, job: JobContext, index: int, attempt: int) -> Files:
+    """What one attempt writes: the names every attempt of the task uses, its own bytes."""
     tag = f"{label}job {job.job_id[:8]}.{job.attempt} task {index} attempt {attempt}"
-    return {f"{base}-0.txt": f"{tag} file 0\n".encode(),
-            f"sub/{base}.txt": f"{tag} file sub\n".encode()}
+    top, sub = task_file_names(label, index)
+    return {top: f"{tag} file 0\n".encode(), sub: f"{tag} file sub\n".encode()}
 
 
 class Attempt:
@@ -121,7 +130,7 @@ class Attempt:
         self.env = env
         self.committer = env.make(job.destination, store)
         self.task = job.task_attempt(index, attempt)
-        self.files = task_files(label, job, index, attempt)
+        self.files = {env.rename(rel): data for rel, data in task_files(label, job, index, attempt).items()}
         self.written: Files = {}
         self.commit_started = False
         self.dest_prefix = _relative_prefix(env.dest, job.destination)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from outcommit import capabilities as caps
 
-from .scenarios import DriverKill, JobsLayout, Scenario, StoreFault, TaskFailure
+from .scenarios import DriverKill, HostileNames, JobsLayout, Scenario, StoreFault, TaskFailure
 from .storefaults import CAUSES, MISLEADING
 
 Has = Callable[[str], bool]
@@ -90,6 +90,8 @@ def expect(scenario: Scenario, has: Has) -> Expectation:
         return _driver(scenario, has)
     if isinstance(scenario, StoreFault):
         return _store(scenario, has)
+    if isinstance(scenario, HostileNames):
+        return Expectation(COMMIT, why="a name is a name: no glob, no unquoting, no normalisation")
     return _jobs(scenario, has)
 
 

@@ -10,11 +10,13 @@ the cell reports.
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from collections.abc import Callable, Mapping
 
 from outcommit import capabilities as caps
 from outcommit.context import JobContext
 from outcommit.testing.faults import FaultInjectingStore, failing_deletes_in
+from outcommit.testing.names import decoy_paths, decoys
 
 from . import driverproc
 from .engine import (
@@ -27,9 +29,10 @@ from .engine import (
     Files,
     HarnessError,
     job_context,
+    task_file_names,
 )
 from .oracles import Destination, Observation, read_success
-from .scenarios import DriverKill, JobsLayout, StoreFault, TaskFailure
+from .scenarios import DriverKill, HostileNames, JobsLayout, NameKind, StoreFault, TaskFailure
 from .storefaults import Injector, wrap_for
 
 # What the destination holds before the job (conflict modes append/replace decide its fate).
@@ -524,3 +527,66 @@ _LAYOUTS: Mapping[str, Callable[[CellEnv], Observation]] = {
     "bucket-root": _bucket_root,
     "fail-refuses-existing": _fail_refuses,
 }
+
+
+# -- hostile names ---------------------------------------------------------------------------------
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+#: Per kind of name: the destination's name, and the name of each segment of a job's files.
+#: No name ends in '#' or '?' (adlfs, the writers' filesystem on Azure, would drop it:
+#: docs/capabilities.md, "Names") or holds '\\' (Azure reads it as '/').
+NAMES: Mapping[NameKind, tuple[str, Callable[[str], str]]] = {
+    "glob": ("data[1]*set", lambda segment: f"q[1]*{segment}"),
+    "unicode": (_nfc("dätaset é"), lambda segment: _nfc(f"é {segment}")),
+    "quoting": ("data set%2F1+x", lambda segment: f"%41 #{segment}+"),
+}
+
+
+def destination_name(kind: NameKind) -> str:
+    return NAMES[kind][0]
+
+
+def renamer(kind: NameKind) -> Callable[[str], str]:
+    """Each segment of a relative path named as ``kind`` names it."""
+    segment = NAMES[kind][1]
+    return lambda rel: "/".join(segment(part) for part in rel.split("/"))
+
+
+def beside_destination(kind: NameKind) -> Files:
+    """Files beside the destination, in directories its name would reach as a pattern, in
+    its other Unicode form or unquoted (``data1set/``, ``data set/1+x/``): outside it."""
+    return {f"{decoy}/keep.txt": b"beside the destination, a name its name would reach\n"
+            for decoy in decoys(destination_name(kind))}
+
+
+def existing_names(kind: NameKind) -> Files:
+    """What the destination holds before the job: the usual old files, named as ``kind``;
+    an older version of each file the job writes (a file committed again is replaced:
+    ``v2`` deletes it first); decoys of those names (kept by ``append``)."""
+    rename = renamer(kind)
+    existing = {rename(rel): data for rel, data in EXISTING.items()}
+    written = [rename(rel) for index in range(TASKS) for rel in task_file_names("", index)]
+    existing.update({rel: b"an older version\n" for rel in written})
+    for rel in written:
+        for decoy in decoy_paths(rel.split("/"), taken=[*existing, *written], limit=2):
+            existing[decoy] = b"a decoy the job's names would reach\n"
+    return existing
+
+
+def hostile_names(env: CellEnv, s: HostileNames) -> Observation:
+    """One job, named as ``s.kind`` (the runner named the destination, seeded its decoys
+    and the old files): it commits exactly its files, and touches nothing else."""
+    main = destination(env, env.dest, env.existing)
+    obs = Observation([main])
+    job = job_context(env.dest, env.make().config, "spark")
+    engine = Engine(env, job, "spark")
+
+    def body() -> None:
+        engine.committer.setup_job(job)
+        engine.run_all()
+        engine.commit_job()
+
+    expect_output(env, main, engine, s.mode, run_job(engine, obs, body))
+    return obs

@@ -32,6 +32,7 @@ from .expectations import expect
 from .oracles import Observation, Verdict, error_text, fingerprint_outside, judge, leftovers, read_success
 from .scenarios import (
     DriverKill,
+    HostileNames,
     JobsLayout,
     Scenario,
     Size,
@@ -127,7 +128,7 @@ def uses_proxy(cell: Cell) -> bool:
 
 
 def cell_mode(scenario: Scenario) -> str:
-    if isinstance(scenario, DriverKill):
+    if isinstance(scenario, (DriverKill, HostileNames)):
         return scenario.mode
     if isinstance(scenario, JobsLayout) and scenario.layout == "fail-refuses-existing":
         return "fail"
@@ -147,16 +148,19 @@ class Matrix:
 
         On a network store, cells share nothing but the binding's fault proxy: the cells
         with HTTP faults run one after the other (a fault is a rule of that proxy), the
-        others reach the server directly, one group per committer. The cells of ``file``
+        others reach the server directly, one group per committer (and its name rows). The cells of ``file``
         and ``memory`` run one after the other: they share the top level the oracles
         check (and fsspec's memory filesystem is one dictionary).
         """
         for store in dict.fromkeys(cell.store for cell in cells):
             self.binding(store)  # opened here, not concurrently in the workers
-        groups: dict[tuple[str, str], list[Cell]] = {}
+        groups: dict[tuple[str, str, bool], list[Cell]] = {}
         for cell in cells:
             apart = self.binding(cell.store).proxy is not None and not uses_proxy(cell)
-            groups.setdefault((cell.store, cell.committer if apart else ""), []).append(cell)
+            # The name rows of a network store are a group of their own: after the other
+            # rows of their committer they would lengthen its chain (GCS's: the longest).
+            named = apart and isinstance(cell.scenario, HostileNames)
+            groups.setdefault((cell.store, cell.committer if apart else "", named), []).append(cell)
         # HTTP-fault groups first (their cells wait out the clients' backoff, one after the
         # other), then the longest groups.
         ordered = dict(sorted(groups.items(),
@@ -227,10 +231,18 @@ class Matrix:
                   # The matrix compares names: the staging committers' job-id suffix is off.
                   "outcommit.committer.unique-filenames": "false",
                   "outcommit.s3.staging.tmp-dir": local_dir,
-                  **(fault_config(scenario) if isinstance(scenario, StoreFault) else {})}
-        dest = f"{root}/dataset1"
+                  **(fault_config(scenario) if isinstance(scenario, StoreFault) else {}),
+                  # The job writes files again over older versions: manifest replaces them
+                  # (its default refuses), so it deletes by those names too.
+                  **({"outcommit.manifest.delete-target-files": "true"}
+                     if isinstance(scenario, HostileNames) else {})}
+        name = families.destination_name(scenario.kind) if isinstance(scenario, HostileNames) \
+            else "dataset1"
+        dest = f"{root}/{name}"
         store = open_store(dest, config)
         env = CellEnv(binding, cell.committer, root, dest, config, store, local_dir)
+        if isinstance(scenario, HostileNames):
+            env.rename = families.renamer(scenario.kind)
         proxy = binding.proxy if http_fault else None
         if proxy is not None:
             proxy.upstream_errors.clear()
@@ -249,6 +261,8 @@ class Matrix:
     def _observe(self, env: CellEnv, scenario: Scenario) -> Verdict:
         store = env.store
         seed(store, env.root, CANARIES)
+        if isinstance(scenario, HostileNames):
+            seed(store, env.root, families.beside_destination(scenario.kind))
         pending = seed_pending(store, env.root)
         try:
             return self._act_and_judge(env, scenario)
@@ -257,7 +271,10 @@ class Matrix:
 
     def _act_and_judge(self, env: CellEnv, scenario: Scenario) -> Verdict:
         real = env.store
-        if env.mode != "fail" or isinstance(scenario, JobsLayout):
+        if isinstance(scenario, HostileNames):
+            env.existing = families.existing_names(scenario.kind)
+            seed(real, env.dest, env.existing)
+        elif env.mode != "fail" or isinstance(scenario, JobsLayout):
             env.existing = dict(families.EXISTING)
             seed(real, env.dest, env.existing)
         container = real.strip(env.binding.container)
@@ -291,6 +308,8 @@ def _run_family(env: CellEnv, scenario: Scenario) -> Observation:
         return families.driver_kill(env, scenario)
     if isinstance(scenario, StoreFault):
         return families.store_fault(env, scenario)
+    if isinstance(scenario, HostileNames):
+        return families.hostile_names(env, scenario)
     return families.jobs_layout(env, scenario)
 
 

@@ -1,6 +1,6 @@
 """The failure points of the matrix, as data.
 
-Four families, one frozen dataclass each; a scenario's ``id`` is its row in the table:
+Five families, one frozen dataclass each; a scenario's ``id`` is its row in the table:
 
 * :class:`TaskFailure` — attempt 0 of task 0 dies (before writing, mid-write, after
   writing, during its task commit after the k-th store operation, after committing with
@@ -18,6 +18,11 @@ Four families, one frozen dataclass each; a scenario's ``id`` is its row in the 
   the fault proxy) or a rename raises after it happened (the store wrapper).
 * :class:`JobsLayout` — several jobs at once: same destination, adjacent, nested, at
   the bucket root, and conflict mode ``fail`` against existing data.
+* :class:`HostileNames` — the destination and every file a job writes are named with
+  glob characters, Unicode (composed, beside its decomposed twin) or characters URLs
+  quote; decoys a glob, a normalisation or an unquoting of those names would reach lie
+  in the destination and beside it: a store that reads a name as a pattern or a URL
+  deletes, misses or leaks something the oracles see.
 
 ``matrix_scenarios(size)`` lists them; ``ci`` is the subset the test suite runs (and on
 the network stores without the rows :func:`store_independent` names).
@@ -119,7 +124,26 @@ class JobsLayout:
         return f"jobs/{self.layout}"
 
 
-Scenario = TaskFailure | DriverKill | StoreFault | JobsLayout
+NameKind = Literal["glob", "unicode", "quoting"]
+NAME_KINDS: tuple[NameKind, ...] = ("glob", "unicode", "quoting")
+
+
+@dataclass(frozen=True)
+class HostileNames:
+    """A job whose destination and files are named ``kind`` (``families.NAMES``) commits
+    in conflict mode ``mode``, decoys of every name in and beside the destination."""
+
+    kind: NameKind
+    mode: Mode
+
+    family = "names"
+
+    @property
+    def id(self) -> str:
+        return f"names/{self.kind}/{self.mode}"
+
+
+Scenario = TaskFailure | DriverKill | StoreFault | JobsLayout | HostileNames
 
 
 def task_scenarios(size: Size) -> list[TaskFailure]:
@@ -231,6 +255,12 @@ def jobs_scenarios(size: Size) -> list[JobsLayout]:
                                               "fail-refuses-existing")]
 
 
+def name_scenarios(size: Size) -> list[HostileNames]:
+    """Every kind of name in ``append`` (a job replacing files it writes again: ``v2``
+    deletes each first) and ``replace`` (the old files deleted by name)."""
+    return [HostileNames(kind, mode) for kind in NAME_KINDS for mode in ("append", "replace")]
+
+
 def store_independent(scenario: Scenario) -> bool:
     """Rows whose outcome follows from the committer's logic alone, not from how the store
     renames, lists or completes: the CI size runs them on ``file`` and ``memory`` only
@@ -250,4 +280,4 @@ def matrix_scenarios(size: Size) -> list[Scenario]:
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, not {size!r}")
     return [*task_scenarios(size), *driver_scenarios(size), *store_scenarios(size),
-            *jobs_scenarios(size)]
+            *jobs_scenarios(size), *name_scenarios(size)]
