@@ -63,3 +63,15 @@ def test_a_destination_named_like_a_pattern_leaves_no_temporary_state(
     assert leftovers(store, store.strip(url)) == []
     assert visible_files(store, store.strip(url)) == {"part-0.csv": b"data"}
     assert visible_files(sibling, sibling.strip(f"{gcs_root}/out1")) == {"keep.txt": b"keep"}
+
+
+def test_batch_delete_takes_exactly_the_names_it_is_given(gcs_root: str, gcs_config: dict) -> None:
+    """delete_many hands gcsfs's rm the plain names (one call); a name rm would read as a
+    pattern is deleted by itself."""
+    store = seed(gcs_root, gcs_config, {"p*.csv": b"go", "q[1].csv": b"go", "plain.csv": b"go",
+                                        "pa.csv": b"keep", "q1.csv": b"keep"})
+    root = store.strip(gcs_root)
+    batch = store.batch_delete()
+    assert batch is not None
+    batch.delete_many([f"{root}/p*.csv", f"{root}/q[1].csv", f"{root}/plain.csv", f"{root}/gone.csv"])
+    assert visible_files(store, root) == {"pa.csv": b"keep", "q1.csv": b"keep"}

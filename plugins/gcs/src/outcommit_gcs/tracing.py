@@ -50,6 +50,8 @@ def statistic(method: str, raw_path: str, query: dict[str, str]) -> str:
             return name
     if "/upload/" in raw_path:
         return "object_put_request"
+    if "/batch/storage" in raw_path:  # a batch of deletes (GcsStore.delete_many)
+        return "object_bulk_delete_request"
     if method == "DELETE":
         return "object_delete_request"
     if method == "GET" and raw_path.rstrip("/").endswith("/o"):
