@@ -88,6 +88,27 @@ def decoys(segment: str) -> list[str]:
     return kept
 
 
+#: The kinds of names the property must reach, by the characters that make them hostile
+#: (:func:`kinds`): a test reports how many of its cases held each one.
+KINDS = {"glob": "*?[]{}!", "quoting": "%+#=&;", "space": " ", "quote": "'\"",
+         "backslash": "\\"}
+
+
+def kinds(rel: Iterable[str]) -> list[str]:
+    """The kinds of hostile name a path (its segments) holds: those of :data:`KINDS`, and
+    ``unicode`` (a letter beyond ASCII), ``decomposed`` (not in NFC form), ``edge`` (a
+    segment that begins or ends with a dot or a dash)."""
+    text = "".join(rel)
+    found = [kind for kind, chars in KINDS.items() if any(c in text for c in chars)]
+    if not text.isascii():
+        found.append("unicode")
+    if unicodedata.normalize("NFC", text) != text:
+        found.append("decomposed")
+    if any(s[:1] in ".-" or s[-1:] in ".-" for s in rel):
+        found.append("edge")
+    return found
+
+
 def _glob_matches(pattern: str, name: str) -> bool:
     try:
         return fnmatch.fnmatchcase(name, pattern)
@@ -96,10 +117,11 @@ def _glob_matches(pattern: str, name: str) -> bool:
 
 
 # -- the property: exactly the named path ------------------------------------------------------
-def check_exact_names(store: Store, base: str, rel: list[str], skip: str = "") -> None:
+def check_exact_names(store: Store, base: str, rel: list[str], skip: str = "") -> bool:
     """Every operation on ``base/<rel>`` acts on exactly that path and on none of its decoys
     (those holding a character of ``skip`` left out); a name the store cannot hold is
-    refused with UnsupportedNameError and nothing is written. ``base``: a fresh directory."""
+    refused with UnsupportedNameError and nothing is written. ``base``: a fresh directory.
+    Returns whether the store held the name (False: refused, only the refusal checked)."""
     target, decoy_paths = _layout(store, base, rel, skip)
     others = _write_decoys(store, decoy_paths)
     try:
@@ -107,7 +129,7 @@ def check_exact_names(store: Store, base: str, rel: list[str], skip: str = "") -
     except UnsupportedNameError as refused:
         assert store.url(target) in str(refused) and "\n" not in str(refused)
         _holds(store, base, others, "a refused name")
-        return
+        return False
     _check_reads(store, base, target, others)
     _check_rename_and_deletes(store, base, rel, target, others)
     _check_trees(store, base, target, others)
@@ -117,6 +139,7 @@ def check_exact_names(store: Store, base: str, rel: list[str], skip: str = "") -
             store.create_exclusive(target, b"again")
         _holds(store, base, {**others, target: b"claimed"}, "an exclusive create")
     store.delete(base, recursive=True)
+    return True
 
 
 def decoy_paths(rel: list[str], taken: Iterable[str] = (), per_segment: int = 2,
@@ -222,5 +245,5 @@ def _check_trees(store: Store, base: str, target: str, others: dict[str, bytes])
     _holds(store, base, others, "recursive deletes")
 
 
-__all__ = ["EXAMPLES", "SPECIAL", "UNICODE", "check_exact_names", "decoy_paths", "decoys",
-           "relative_paths", "segments"]
+__all__ = ["EXAMPLES", "KINDS", "SPECIAL", "UNICODE", "check_exact_names", "decoy_paths",
+           "decoys", "kinds", "relative_paths", "segments"]

@@ -27,7 +27,9 @@ budget with ``name_settings`` (default: 20 examples).
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -37,7 +39,7 @@ from .. import capabilities as caps
 from ..errors import CorruptFileError
 from ..factory import open_store
 from ..store import FileInfo, Store
-from .names import check_exact_names, relative_paths
+from .names import KINDS, check_exact_names, kinds, relative_paths
 
 
 class StoreContract:
@@ -350,7 +352,12 @@ class StoreContract:
     def test_operations_act_on_exactly_the_named_path(self, store: Store, root: str) -> None:
         """Write, list, exists, open, read, rename, delete act on exactly the path they are
         given, whatever its names hold, and on none of the decoys beside it; a name the
-        store cannot hold is refused (UnsupportedNameError) and nothing is written."""
+        store cannot hold is refused (UnsupportedNameError) and nothing is written.
+
+        The explicit examples reach every kind of hostile name (:data:`~.names.KINDS`),
+        whatever the budget; the test says how many distinct paths it tried (``-rP``)."""
+        tried: dict[tuple[str, ...], bool] = {}
+
         @self.name_settings
         @given(rel=relative_paths())
         @example(rel=["p*.csv"])
@@ -358,10 +365,20 @@ class StoreContract:
         @example(rel=["out[1]", "a%2Fb"])
         @example(rel=["café", "x"])
         @example(rel=["end#", "end?"])
+        @example(rel=["a b+c=d", "x{1,2}", "100%", "it's"])
+        @example(rel=[".dot.", "-dash-", unicodedata.normalize("NFD", "café")])
+        @example(rel=["back\\slash"])
         def check(rel: list[str]) -> None:
             assume(not any(c in segment for segment in rel for c in self.server_mishandles))
-            check_exact_names(store, store.join(root, uuid.uuid4().hex[:8]), rel,
-                              self.server_mishandles)
+            tried[tuple(rel)] = check_exact_names(store, store.join(root, uuid.uuid4().hex[:8]),
+                                                  rel, self.server_mishandles)
 
         check()
-
+        reached = Counter(kind for rel in tried for kind in kinds(rel))
+        print(f"names property on {type(store).__name__}: {len(tried)} distinct paths "
+              f"({sum(tried.values())} held, {len(tried) - sum(tried.values())} refused); "
+              + ", ".join(f"{kind} {n}" for kind, n in sorted(reached.items())))
+        # A kind the server under test cannot serve is left out (server_mishandles).
+        expected = {kind for kind, chars in KINDS.items()
+                    if not set(chars) <= set(self.server_mishandles)}
+        assert expected | {"unicode", "decomposed", "edge"} <= set(reached), reached
