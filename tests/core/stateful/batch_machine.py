@@ -8,7 +8,8 @@ Hadoop's flow asks the driver for permission and commits by discovery), and by t
 processes that outlive their job: attempts still writing or committing after it ended, a
 driver killed between two requests, an operator running ``outcommit jobs abort``. The
 reference model (:mod:`batch_model`) decides, for every call, whether it must succeed or
-fail loudly and what must be visible afterwards. The oracles are DESIGN.md §3's:
+fail loudly and what must be visible afterwards. The oracles are the correctness properties
+of docs/protocol.md (#correctness-properties):
 
 * complete, exclusive — after a job commit each task's output is exactly one of its
   acceptable attempts' (checked per task, and as ``outcommit.read.committed_files``);
