@@ -221,3 +221,14 @@ def test_abort_after_a_killed_commit_removes_its_files_and_keeps_a_same_size_rew
     operator.cleanup_job(job)
     assert visible_files(view, root) == {first: rewrite}
     assert leftovers(view, root) == []
+
+
+def test_a_batch_of_deletes_is_counted_as_one_bulk_delete() -> None:
+    """GcsStore.delete_many's batch request (gcsfs on GCS itself: the emulators have no
+    batch endpoint) is counted as Hadoop's bulk delete, not as an unnamed POST; an object
+    whose name begins 'batch/storage' is not (its '/' is percent-encoded in the path)."""
+    from outcommit_gcs.tracing import statistic
+
+    assert statistic("POST", "/batch/storage/v1", {}) == "object_bulk_delete_request"
+    assert statistic("DELETE", "/storage/v1/b/bucket/o/batch%2Fstorage%2Fv1", {}) == \
+        "object_delete_request"
