@@ -1,10 +1,12 @@
 """Ending a job and removing everything it leaves behind: abort, cleanup, and after commit.
 
-The order is what makes stragglers safe ("write, then check"): the job's markers go
-first, so a writer whose liveness check comes later aborts its own upload, and one whose
-check came earlier has saved its ``.pending`` data, which the listings that follow the
-markers' deletion find (at job commit: the sweep's, and the job directory's after
-``_SUCCESS``).
+Four ways, each a function: :func:`abort_job`, :func:`clean_up_job`,
+:func:`clean_up_committed_job`, and :func:`delete_after_commit` (job commit ended the job
+and settled its uploads itself). The order is what makes stragglers safe ("write, then
+check"): the job's markers go first, so a writer whose liveness check comes later aborts
+its own upload, and one whose check came earlier has saved its ``.pending`` data, which
+the listings that follow the markers' deletion find (at job commit: the sweep's, and the
+job directory's after ``_SUCCESS``).
 """
 
 from __future__ import annotations
@@ -93,60 +95,94 @@ def delete_state(layout: JobLayout, listed: Future[list[FileInfo]] | None = None
         meta.delete_files(late)
 
 
-def teardown(committer: Ending, job: JobContext, *, delete_completed: bool,
-             sweep_destination: bool = True, own_aborts: bool = True, end: bool = True,
-             listed: Future[list[FileInfo]] | None = None, committed: bool = False) -> None:
-    """End the job, abort its uploads (and the destination's orphans), delete its state.
+def abort_job(committer: Ending, job: JobContext) -> None:
+    """Abort: end the job, abort its uploads (and the destination's orphans), delete its
+    state. After a job commit began, the objects this job completed go too, proved by
+    their etags, unless the commit finished: its ``_SUCCESS`` is written (the driver died
+    cleaning up). Never raises: it runs on failure paths."""
+    _end_and_remove(committer, job, undo=True, committed=False)
 
-    Never raises: it runs on failure paths. ``delete_completed`` (abort after a job
-    commit began) also deletes the objects this job completed, proved by their etags,
-    unless the commit finished: its ``_SUCCESS`` is written (the driver died cleaning up).
-    A commit that began and was neither finished nor undone — cleanup (not abort), or an
-    abort that failed or could not tell — keeps the job's state: it is the evidence
-    another abort needs (``interrupted_commit_kept``).
-    ``committed``: the engine's own commit point says the job committed (no check).
-    ``end=False``: the job was already ended (a committed job: one request less).
-    ``listed``: the job directory's files, listed beforehand (:func:`delete_state`).
+
+def clean_up_job(committer: Ending, job: JobContext) -> None:
+    """Cleanup: as :func:`abort_job`, but never undoing a commit that began: one neither
+    finished nor undone keeps the job's state (``interrupted_commit_kept``)."""
+    _end_and_remove(committer, job, undo=False, committed=False)
+
+
+def clean_up_committed_job(committer: Ending, job: JobContext) -> None:
+    """Cleanup of a job the engine's own commit point says committed (no check whether
+    its commit began)."""
+    _end_and_remove(committer, job, undo=False, committed=True)
+
+
+def delete_after_commit(committer: Ending, job: JobContext,
+                        listed: Future[list[FileInfo]] | None) -> None:
+    """After job commit wrote ``_SUCCESS``: its markers are gone (it ended the job) and
+    every upload is complete or aborted, so only its state goes. ``listed``: the job
+    directory's files, listed beforehand (:func:`delete_state`). Never raises."""
+    log = committer.logger(job)
+    _logged(log, "deleting the job directory", lambda: delete_state(committer.layout(job), listed))
+    # Local staging data goes even when the store is unreachable.
+    _logged(log, "deleting the job's local directory", lambda: committer.cleanup_local(job))
+
+
+def _end_and_remove(committer: Ending, job: JobContext, *, undo: bool, committed: bool) -> None:
+    """End the job, abort its uploads (and the destination's orphans), delete its state,
+    unless that state is the evidence another abort needs (``interrupted_commit_kept``).
+
+    Never raises: it runs on failure paths. ``undo``: an abort, which deletes what an
+    interrupted commit completed; ``committed``: the job surely committed (no check).
     """
     layout, log = committer.layout(job), committer.logger(job)
+    started = _start_before_ending(committer, job, log)
+    _logged(log, "deleting the job markers", lambda: end_job(layout, job))
     kept: list[tuple[BaseException | None, bool]] = []  # (why, whether a commit surely began)
-    started: datetime | None = None  # the job's start, for a sweep of scope before-job
-    if sweep_destination and committer.spares_newer_uploads():
-        try:  # read before the markers go: afterwards the job's start cannot be told
-            started = committer.job_started(job)
-        except Exception:
-            log.warning("reading the job's start failed", exc_info=True)
-    if end:
-        _logged(log, "deleting the job markers", lambda: end_job(layout, job))
-    if own_aborts:
-        def abort_own() -> None:
-            began = False
-            try:
-                began = not committed and committer.job_evidence(job).began(range(job.attempt + 1))
-                interrupted = began and not committer.kept_on_abort(job)
-            except Exception as exc:  # cannot tell whether it began or finished: keep the evidence
-                kept.append((exc, began))
-                interrupted = False
-            if interrupted and not delete_completed:
-                kept.append((None, True))  # cleanup never undoes a commit
-            try:
-                committer.ops.abort(known_commits(layout, committer.expectations(job)), log,
-                                    delete_completed=interrupted and delete_completed)
-            except Exception as exc:
-                if interrupted:
-                    kept.append((exc, True))
-                raise
-        _logged(log, "aborting the job's own uploads", abort_own)
-    if sweep_destination and committer.abort_pending:
+    _logged(log, "aborting the job's own uploads",
+            lambda: _abort_own(committer, job, kept, undo=undo, committed=committed))
+    if committer.abort_pending:
         _logged(log, f"aborting pending uploads under {committer.destination}",
                 lambda: committer.sweep(job, started=started))
     if kept:
         why, began = kept[0]
-        committer.interrupted_commit_kept(job, why, aborted=delete_completed, began=began)
+        committer.interrupted_commit_kept(job, why, aborted=undo, began=began)
     else:
-        _logged(log, "deleting the job directory", lambda: delete_state(layout, listed))
+        _logged(log, "deleting the job directory", lambda: delete_state(layout))
     # Local staging data goes even when the store is unreachable.
     _logged(log, "deleting the job's local directory", lambda: committer.cleanup_local(job))
+
+
+def _start_before_ending(committer: Ending, job: JobContext, log: Logger) -> datetime | None:
+    """The job's start, for a sweep of scope before-job: read before the markers go
+    (afterwards it cannot be told); None where no such sweep runs, or on failure."""
+    if not committer.spares_newer_uploads():
+        return None
+    try:
+        return committer.job_started(job)
+    except Exception:
+        log.warning("reading the job's start failed", exc_info=True)
+        return None
+
+
+def _abort_own(committer: Ending, job: JobContext, kept: list[tuple[BaseException | None, bool]], *,
+               undo: bool, committed: bool) -> None:
+    """Abort every upload a file of the job identifies; with ``undo``, also delete the
+    objects an interrupted commit completed. ``kept`` gets why the state must stay."""
+    began = False
+    try:
+        began = not committed and committer.job_evidence(job).began(range(job.attempt + 1))
+        interrupted = began and not committer.kept_on_abort(job)
+    except Exception as exc:  # cannot tell whether it began or finished: keep the evidence
+        kept.append((exc, began))
+        interrupted = False
+    if interrupted and not undo:
+        kept.append((None, True))  # cleanup never undoes a commit
+    try:
+        committer.ops.abort(known_commits(committer.layout(job), committer.expectations(job)),
+                            committer.logger(job), delete_completed=interrupted and undo)
+    except Exception as exc:
+        if interrupted:
+            kept.append((exc, True))
+        raise
 
 
 def _logged(log: Logger, what: str, step: Callable[[], object]) -> None:

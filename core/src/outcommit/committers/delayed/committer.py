@@ -3,21 +3,17 @@
 Task commit publishes the attempt's pendingset (its uploads) under the attempt's own name
 with an exclusive create, so no attempt can overwrite another's nor change its own after
 publishing, and claims the task (:mod:`.claims`). Job commit — :meth:`commit_job`, the
-one place it happens — loads the committed pendingsets (:mod:`.pendingsets`), records
-that it began, applies the conflict mode (:mod:`.conflicts`), completes every upload
-(:mod:`.operations`) while it ends the job for its writers, sweeps what nobody will complete
-(:mod:`.cleanup`, :mod:`.sweep`) and lists its state, writes ``_SUCCESS``, and deletes the
-job's state.
+one place it happens — runs the stages of :mod:`.jobcommit`: it loads the committed
+pendingsets (:mod:`.pendingsets`), records that it began, applies the conflict mode
+(:mod:`.conflicts`), completes every upload (:mod:`.operations`) while it ends the job for
+its writers, sweeps what nobody will complete (:mod:`.sweep`) and lists its state, writes
+``_SUCCESS``, and deletes the job's state (:mod:`.cleanup`, which also aborts and cleans up).
 """
 
 from __future__ import annotations
 
-import json
-import time
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -28,21 +24,16 @@ from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
     ConfigError,
-    CorruptCommitDataError,
     CorruptFileError,
-    JobCommitError,
     TaskCommitError,
 )
 from outcommit.multipart import MultipartUploads
-from outcommit.parallel import run_all
-from outcommit.paths import is_inside
-from outcommit.progress import Progress
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
-from . import claims, cleanup, conflicts, pendingsets
+from . import claims, cleanup, conflicts, jobcommit, pendingsets
 from . import sweep as sweeping
-from .files import Expectations, PendingCommit, PendingSet, digest
+from .files import Expectations, PendingSet, digest
 from .layout import ALLOWED, CLAIM, COMMIT_STARTED, JOB_MARKER, RESERVED, JobLayout
 from .operations import CommitOperations, abortable_commits
 from .pendingsets import JobCommits
@@ -142,46 +133,6 @@ class DelayedCompletionCommitter(Committer):
         if not self.meta.exists(self.layout(job).marker(job)):
             raise error(f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
                         "it was never set up, or it has already been committed or aborted")
-
-    def _committed_before(self, job: JobContext, refused: BaseException | None,
-                          loading: Future[tuple[JobCommits, bool]]) -> tuple[SuccessData | None, bool]:
-        """:meth:`committed_before`, where job commit may also go on after an interrupted
-        one ended the job for its writers (its record says it began, no ``_SUCCESS`` that
-        it finished: a finished commit must never run again, ``replace`` first).
-
-        ``refused``: the job check's refusal (or its failure), made beside ``loading``
-        (the pendingsets, then the commit record: whether this call created it). A record
-        a refused call created is deleted again, before anything else: only a record that
-        was there before says a commit began. Returns (the earlier report, or None; whether this
-        call resumes such a commit)."""
-        created = loading.exception() is None and loading.result()[1]
-        record = self.layout(job).commit_started(job)
-        if refused is not None and created:
-            try:
-                self.meta.delete(record)
-            except Exception:
-                self.logger(job).warning("could not delete %s, made beside a refused job check",
-                                         self.meta.url(record), exc_info=True)
-        if refused is not None and not isinstance(refused, JobCommitError):
-            raise refused  # the check itself failed (the store): as it would alone
-
-        def check() -> None:
-            if refused is not None:
-                raise refused
-        try:
-            return self.committed_before(job, check), False
-        except JobCommitError as refusal:
-            there_before = (not created if loading.exception() is None
-                            else self.meta.exists(record))
-            if not there_before:
-                raise
-            self.refuse_resume_if_aborted(job, f"{refusal}: ")
-            if loading.exception() is None and loading.result()[0].tasks == 0:
-                # A real interrupted commit keeps its pendingsets until after _SUCCESS; a
-                # record alone is one a refused call could not delete (a job aborted or
-                # finished): resuming it would commit nothing and report success.
-                raise JobCommitError(f"{refusal}: no committed task is left to resume") from None
-            return None, True
 
     # -- task commit --------------------------------------------------------------------------------
     def publish_task(self, task: TaskAttemptContext, pendingset: PendingSet) -> dict[str, Any]:
@@ -283,191 +234,24 @@ class DelayedCompletionCommitter(Committer):
     # -- job commit ---------------------------------------------------------------------------------
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = self.commit_started()
-        log = self.logger(job)
-        layout, expect = self.layout(job), self.expectations(job)
+        """Job commit, stage by stage (:mod:`.jobcommit` says what each does and what overlaps)."""
+        run = jobcommit.JobCommit.of(self, job, self.commit_started())
+        opened = jobcommit.open_commit(run, messages)
+        if isinstance(opened, SuccessData):
+            return opened  # a finished commit, repeated: its report
         commits: JobCommits | None = None
-
-        def check_parts(commit: PendingCommit) -> None:  # part ids the upload cannot have made
-            try:
-                self.mp.check_parts(commit.upload_id, commit.etags)
-            except ValueError as exc:
-                raise CorruptFileError(self.store.url(commit.path), "etags", str(exc)) from None
-
-        scanning: list[Future[conflicts.Scan | None]] = []
-
-        def load_and_record() -> tuple[JobCommits, bool]:
-            # Validated in full before anything is acted on; held compressed, streamed after.
-            loaded = (pendingsets.from_messages(layout, job, messages, expect, self.threads, check_parts)
-                      if messages is not None
-                      else pendingsets.discover(layout, job, expect, self.threads, check_parts))
-            if self.conflict_mode != "append":  # listings only: beside the record's creation
-                scanning.append(beside.submit(conflicts.scan, self.ops, self.conflict_mode,
-                                              self.conflict_scope, loaded))
-            # The call's own nonce: a create whose response was lost (retried, then
-            # refused as existing) is still this call's.
-            nonce = uuid.uuid4().hex
-            record = {"jobId": job.job_id, "destination": self.destination, "started": time.time(),
-                      "call": nonce}
-            try:
-                self.meta.create_exclusive(layout.commit_started(job), json.dumps(record).encode())
-            except FileExistsError:  # an earlier call began this commit, unless it was this one
-                there = self.meta.load_json(layout.commit_started(job))
-                return loaded, isinstance(there, dict) and there.get("call") == nonce
-            return loaded, True
-
-        # The job check runs beside the pendingsets' loading and the commit record's
-        # creation, and so do the conflict mode's listings: one round trip before the
-        # first completion, not two (or 'replace' over old files: two, not three). The
-        # listings are not waited for before this call knows it may go on.
-        beside = ThreadPoolExecutor(2, thread_name_prefix="outcommit-record")
         try:
-            loading = beside.submit(load_and_record)
-            # Sweep scope before-job: the job's start, read before its markers go (one HEAD).
-            starting = beside.submit(self.job_started, job) if self.spares_newer_uploads() else None
-            refused: BaseException | None = None
-            try:
-                self.require_job(job, JobCommitError)
-            except Exception as exc:
-                refused = exc
-            wait([loading])
-            done, resumed = self._committed_before(job, refused, loading)
-        except BaseException as exc:
-            beside.shutdown(wait=False, cancel_futures=True)  # read-only listings: let them go
-            if isinstance(exc, Exception) and not isinstance(exc, CommitError):
-                # The store failed the job check: a failed commit all the same, with its report.
-                raise self._failed(job, exc, started, commits) from exc
-            raise
-        beside.shutdown(wait=done is None, cancel_futures=done is not None)
-        if done is not None:
-            return done
-        try:
-            commits = loading.result()[0]
-            if resumed and self.conflict_mode != "append" and not self.ops.any_pending(commits):
-                # Every upload is complete: the commit resumed got past its completions, so
-                # its conflict handling ran, and running it again ('replace') would delete
-                # what was written since (its _SUCCESS may be hidden by a later job's).
-                log.info("resuming a job commit whose uploads are all complete: conflict "
-                         "mode %s already ran", self.conflict_mode)
-                removed = 0
-            else:
-                removed = conflicts.resolve(
-                    self.ops, self.conflict_mode, self.conflict_scope, commits, self.destination, log,
-                    scanned=scanning[0].result() if scanning else None)
-            progress = Progress("completing uploads", len(commits), log, self.config, unit="upload")
-            running: set[tuple[str, str]] = set()
-            swept: list[Future[Sweep]] = []
-
-            # Two requests beside the completions at most: JOB_COMMIT_SIDE_REQUESTS.
-            with ThreadPoolExecutor(1, thread_name_prefix="outcommit-end") as ending, \
-                    ThreadPoolExecutor(1, thread_name_prefix="outcommit-state") as listing:
-                # Beside the completions, after the commit record exists:
-                # - the job ends for its writers (its markers go): a straggler closing a file
-                #   from now on aborts its own upload, and one that checked earlier has
-                #   saved it where the sweep and the listing after _SUCCESS find it;
-                # - then, once the last upload is handed to the pool, the sweep, which
-                #   leaves the ones still completing alone;
-                # - on S3, the job directory is listed, so that a batch deletes it after
-                #   _SUCCESS (beside a second listing, which finds anything written since).
-                ended = ending.submit(cleanup.end_job, layout, job)
-                state = (listing.submit(layout.meta.list_files, layout.root)
-                         if cleanup.deletes_listed(layout.meta) else None)
-
-                def sweep_beside() -> None:
-                    if self.abort_pending:
-                        swept.append(ending.submit(self._sweep_after_start, job, running, starting))
-                try:
-                    self.ops.complete_all(commits, progress, if_none_match=self.exclusive_completion
-                                          and self.conflict_mode == "fail", unfinished=running,
-                                          when_all_started=sweep_beside)
-                finally:
-                    progress.close()
-                ended.result()
-            self._refuse_if_completed_files_gone(job, commits)
+            commits = opened.commits
+            removed = jobcommit.resolve_conflicts(run, opened)
+            completed = jobcommit.complete(run, opened)
+            jobcommit.verify(run, commits)
             # The output is complete and visible: nothing below may fail the commit.
-            metrics, diagnostics = self._after_completion(job, swept)
-            summary = self.write_success(
-                job, (self.store.url(c.path) for c in commits),
-                metrics={"tasks.committed": commits.tasks, "bytes.committed": commits.length,
-                         "conflict.deleted": removed, **metrics,
-                         "commit.duration.ms": int((time.monotonic() - started) * 1000)},
-                diagnostics=diagnostics)
+            summary = jobcommit.report(run, commits, removed, completed)
         except Exception as exc:
-            raise self._failed(job, exc, started, commits) from exc
-        # Every upload of this job is now complete or aborted (by the sweep, or above).
-        cleanup.teardown(self, job, delete_completed=False, sweep_destination=False, own_aborts=False,
-                         end=False, listed=state)  # end_job above already deleted the markers
-        log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
+            raise run.failed(exc, commits) from exc
+        jobcommit.clean_up(run, completed)
+        run.log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
         return summary
-
-    def _refuse_if_completed_files_gone(self, job: JobContext, commits: JobCommits) -> None:
-        """A later job attempt after an abort of an earlier one began (its note): that abort
-        may have deleted objects the interrupted commit had completed, and completing such
-        an upload again may answer success without making the object again. Every file
-        must be in the destination as this job's upload made it (its etag) before
-        ``_SUCCESS`` names it. One request for the note, on later attempts only."""
-        if job.attempt == 0 or not self.abort_began_any_attempt(job):
-            return
-
-        def missing(commit: PendingCommit) -> PendingCommit | None:
-            return None if self.ops.is_completed(commit) else commit
-
-        gone = [c for c in run_all(missing, commits, self.threads, name="outcommit-verify") if c]
-        if gone:
-            raise CommitError(f"an abort of an earlier attempt of job {job.job_id} began, and "
-                              f"{len(gone)} completed file(s) are not in the destination as this "
-                              f"job made them, e.g. {self.store.url(gone[0].path)}: abort the job")
-
-    def _failed(self, job: JobContext, exc: Exception, started: float,
-                commits: JobCommits | None) -> JobCommitError:
-        """The error a failed job commit raises, with its success=false report."""
-        failed = self.failed_commit(job, exc, started, self._urls(commits))
-        if isinstance(exc, CorruptFileError):
-            return CorruptCommitDataError(str(failed), failed.summary, exc)
-        return failed
-
-    def _urls(self, commits: JobCommits | None) -> Iterator[str]:
-        return (self.store.url(c.path) for c in commits or ())
-
-    def _after_completion(self, job: JobContext,
-                          swept: Sequence[Future[Sweep]]) -> tuple[dict[str, int], dict[str, str]]:
-        """Report the sweep that ran beside the completions, or what stays pending.
-
-        A failed sweep must not fail a job whose output is complete; a skipped or disabled
-        one must not leave uploads pending silently (they cost storage until aborted).
-        """
-        log, layout = self.logger(job), self.layout(job)
-        state = f"disabled ({self.abort_pending_key}=false)" if self.abort_pending_key else \
-            "not applicable"
-        if self.abort_pending:
-            try:
-                result = swept[0].result() if swept else self.sweep(job)
-                if not result.skipped and not result.spared:
-                    return {"uploads.aborted.other": result.aborted}, {"uploads.sweep": "done"}
-                state = "; ".join(
-                    ([f"skipped {result.skipped} uploads that may belong to live jobs "
-                      f"({', '.join(result.owners[:3])})"] if result.skipped else [])
-                    + ([f"spared {result.spared} uploads initiated after the job began "
-                        f"({self.sweep_scope_key}={sweeping.BEFORE_JOB})"] if result.spared else []))
-            except Exception as exc:
-                log.warning("aborting pending uploads under %s failed", self.destination, exc_info=True)
-                state = f"failed: {type(exc).__name__}: {exc}"
-        try:  # this job's own leftovers (uncommitted attempts), which no sweep covered
-            if self.mp.abortable:
-                self.ops.abort(cleanup.known_commits(layout, self.expectations(job)), log)
-        except Exception:
-            log.warning("aborting the job's uncommitted uploads failed", exc_info=True)
-        try:
-            remaining = sum(1 for p in self.mp.list_pending(self.dest + "/")
-                            if is_inside(p.path, self.dest))
-        except Exception:
-            log.warning("could not list pending uploads under %s", self.destination, exc_info=True)
-            remaining = -1
-        if remaining:
-            log.warning("%s uploads remain pending under %s (sweep %s): see 'outcommit uploads list "
-                        "%s'", "some" if remaining < 0 else remaining, self.destination, state,
-                        self.destination)
-        return {"uploads.pending.remaining": remaining}, {"uploads.sweep": state}
 
     # -- abort and cleanup ----------------------------------------------------------------------------
     def sweep(self, job: JobContext, running: AbstractSet[tuple[str, str]] = frozenset(),
@@ -506,20 +290,15 @@ class DelayedCompletionCommitter(Committer):
                 return when
         return None
 
-    def _sweep_after_start(self, job: JobContext, running: AbstractSet[tuple[str, str]],
-                           starting: Future[datetime | None] | None) -> Sweep:
-        """:meth:`sweep` beside the completions, with the job's start read before it ended."""
-        return self.sweep(job, running, starting.result() if starting is not None else None)
-
     def abort_job(self, job: JobContext) -> None:
         self.begin_abort(job)
-        cleanup.teardown(self, job, delete_completed=True)
+        cleanup.abort_job(self, job)
 
     def cleanup_job(self, job: JobContext) -> None:
-        cleanup.teardown(self, job, delete_completed=False)
+        cleanup.clean_up_job(self, job)
 
     def cleanup_committed_job(self, job: JobContext) -> None:
-        cleanup.teardown(self, job, delete_completed=False, committed=True)
+        cleanup.clean_up_committed_job(self, job)
 
     def leftover_jobs(self) -> dict[str, list[int]]:
         parent = self.layout(JobContext(self.destination)).root.rpartition("/")[0]
