@@ -77,5 +77,6 @@ def assert_exactly_once(url: str, config: dict[str, Any], batches: range) -> Non
     assert visible == logged, f"data files that no batch committed: {sorted(visible - logged)}"
     left = leftovers(store, dest)
     assert left == [], f"temporary state left behind: {left}"
-    records = streaming.BatchLog(store, dest).jobs()
+    records, decided = streaming.BatchLog(store, dest).job_states()
     assert records == [], f"job records left behind: {records}"
+    assert decided == [], f"decisions left behind: {decided}"

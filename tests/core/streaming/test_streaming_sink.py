@@ -1,10 +1,8 @@
 """The micro-batch protocol without Spark: tasks and driver calls as the sink makes them.
 
-Each "run" is a StreamingSink with its own run id, as a query restarted from its
-checkpoint gets; a commit that "dies" is one whose step hook raises (nothing after it
-runs, as when the driver is killed there). The oracle: the batch log names exactly the
-rows each batch read, the destination's data files are exactly the logged ones, and no
-temporary state or pending upload is left.
+Each "run" is a StreamingSink with its own run id (``batches.py`` has the tasks and the
+oracle); a commit that "dies" is one whose step hook raises (nothing after it runs, as
+when the driver is killed there).
 """
 
 from __future__ import annotations
@@ -17,76 +15,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from batches import QUERY, ROWS, assert_exactly_once, batch_table, expected_ids, logged_ids, run_batch
 
 import outcommit.streaming as streaming
 from outcommit import CorruptFileError, open_store
 from outcommit.engine.tasks import WriteSettings, write_attempt
-from outcommit.streaming import BatchIdentity, BatchLogError, BatchTaskResult, StreamingSink
-from outcommit.testing.conformance import leftovers, visible_files
+from outcommit.streaming import BatchIdentity, BatchLogError, StreamingSink
+from outcommit.testing.conformance import visible_files
 from outcommit.testing.faults import Fault, FaultInjectingStore
-
-QUERY = str(uuid.uuid4())
-ROWS = 60
 
 
 class Died(BaseException):
     """The driver 'dies' at a step: nothing after it runs (not even except-clauses for Exception)."""
-
-
-def batch_table(batch_id: int, rows: int = ROWS) -> pa.Table:
-    first = batch_id * 1000
-    return pa.table({"id": pa.array(range(first, first + rows), pa.int64()),
-                     "part": pa.array([i % 2 for i in range(rows)], pa.int64())})
-
-
-def run_batch(sink: StreamingSink, run: str, batch_id: int, tasks: int = 2,
-              settings: WriteSettings | None = None) -> list[BatchTaskResult]:
-    """The batch's tasks (each writes its share of the batch's rows) as Spark runs them."""
-    identity = BatchIdentity(QUERY, batch_id, run)
-    table = batch_table(batch_id)
-    results = []
-    for index in range(tasks):
-        job = sink.begin_task(identity)
-        if job is None:
-            results.append(BatchTaskResult(identity, None))
-            continue
-        share = table.slice(index * table.num_rows // tasks, table.num_rows // tasks)
-        attempt = write_attempt(sink.committer, job.task_attempt(index, 0), share.to_batches(),
-                                settings or WriteSettings(max_rows_per_file=20))
-        results.append(BatchTaskResult(identity, job.job_id, attempt))
-    return results
-
-
-def logged_ids(url: str, config: dict[str, Any]) -> dict[int, list[int]]:
-    """Batch id -> the ids its logged files hold."""
-    store = open_store(url, config)
-    out = {}
-    for entry in streaming.committed_batches(url, config):
-        ids: list[int] = []
-        for f in entry.files:
-            import pyarrow.parquet as pq
-
-            with store.fs.open(store.join(store.strip(url), f.path), "rb") as fh:
-                ids += pq.read_table(fh).column("id").to_pylist()
-        out[entry.batch_id] = sorted(ids)
-        assert entry.rows == len(ids)
-    return out
-
-
-def expected_ids(batches: range) -> dict[int, list[int]]:
-    return {b: sorted(batch_table(b).column("id").to_pylist()) for b in batches}
-
-
-def assert_exactly_once(url: str, config: dict[str, Any], batches: range) -> None:
-    assert logged_ids(url, config) == expected_ids(batches)
-    store = open_store(url, config)
-    dest = store.strip(url)
-    logged = {f.path for e in streaming.committed_batches(url, config) for f in e.files}
-    assert set(visible_files(store, dest)) == logged, "data files that no batch committed"
-    assert leftovers(store, dest) == []
-    assert streaming.BatchLog(store, dest).jobs() == []
 
 
 @pytest.fixture(params=["file-v1", "file-manifest", pytest.param("s3-magic", marks=pytest.mark.s3)])
@@ -165,7 +106,8 @@ def test_a_rolled_back_batchs_files_go_in_one_batch_delete(s3_root: str, s3_conf
     after = restarted.store.iostatistics.snapshot()["counters"]
     requests = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
     # The job's abort and cleanup delete its state (2 batches, 3 single deletes: the job
-    # record among them); the 12 data files add one batch, where they were 12 deletes.
+    # record among them; its "abort" decision stays until the batch is logged); the 12 data
+    # files add one batch, where they were 12 deletes.
     assert requests.get("object_bulk_delete_request") == 3, requests
     assert requests.get("object_delete_request") == 3, requests
     assert not visible_files(store, store.strip(target[0]))
@@ -231,7 +173,7 @@ def test_a_compaction_deletes_the_entries_it_covers_at_once(tmp_path: Path) -> N
     for batch_id in range(6):
         sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id, tasks=1))
     names = sorted(p.name for p in (tmp_path / "out" / "_outcommit_log").iterdir() if p.is_file())
-    assert names == ["2.compact.json", "3.json", "4.json", "5.compact.json"]  # 0 and 1 went
+    assert names == ["2.compact.json", "3.json", "4.json", "5.compact.json", "_query.json"]  # 0, 1 went
 
 
 def test_compaction_every_interval_and_readers_see_every_batch(tmp_path: Path) -> None:
@@ -242,7 +184,8 @@ def test_compaction_every_interval_and_readers_see_every_batch(tmp_path: Path) -
     names = sorted(p.name for p in (tmp_path / "out" / "_outcommit_log").iterdir() if p.is_file())
     # Compactions at 2 and 5. After the one at 5, what the one at 2 covered went; the one
     # at 2 and the entries after it stay one more interval, for readers that listed before.
-    assert names == ["2.compact.json", "3.json", "4.json", "5.compact.json", "6.json", "7.json"]
+    assert names == ["2.compact.json", "3.json", "4.json", "5.compact.json", "6.json", "7.json",
+                     "_query.json"]
     compact = json.loads((tmp_path / "out" / "_outcommit_log" / "5.compact.json").read_text())
     assert [b["batchId"] for b in compact["batches"]] == list(range(6))
     assert [e.batch_id for e in streaming.committed_batches(url)] == list(range(8))
@@ -386,19 +329,23 @@ def test_a_logged_file_that_is_gone_is_reported(tmp_path: Path) -> None:
 
 # -- a log create retried after its first response was lost ----------------------------------------
 
+LOG_ENTRY = rf"/{streaming.LOG_DIR}/\d+(\.compact)?\.json$"
+
+
 def lose_log_create_responses(sink: StreamingSink, monkeypatch: pytest.MonkeyPatch,
-                              replace: Any = None) -> list[str]:
-    """Wrap the sink's real store: a batch log entry's exclusive create is performed and then
-    answered with FileExistsError, as a client (botocore, gcsfs, the Azure SDK) retrying a
-    request whose first response was lost gets 412/409. ``replace(path)`` gives other bytes
-    to create instead (a corrupt entry, or another writer's that got there first)."""
+                              replace: Any = None, which: str = LOG_ENTRY) -> list[str]:
+    """Wrap the sink's real store: the exclusive create of a batch log entry (or of what the
+    pattern ``which`` matches) is performed and then answered with FileExistsError, as a
+    client (botocore, gcsfs, the Azure SDK) retrying a request whose first response was lost
+    gets 412/409. ``replace(path)`` gives other bytes to create instead (a corrupt entry, or
+    another writer's that got there first)."""
     store = sink.store
     assert store.has_capability("fs.create.exclusive"), "the log would not use create_exclusive"
     real = store.create_exclusive
     hit: list[str] = []
 
     def lossy(path: str, data: bytes) -> None:
-        is_entry = f"/{streaming.LOG_DIR}/" in path and f"/{streaming.LOG_DIR}/_jobs/" not in path
+        is_entry = re.search(which, path) is not None
         real(path, replace(path) if is_entry and replace is not None else data)
         if is_entry:
             hit.append(path)

@@ -18,10 +18,11 @@ from .log import (
     BatchLog,
     BatchLogError,
     CommittedFile,
+    Decision,
     JobRecord,
 )
 from .reader import committed_batches, committed_files, dataset
-from .sink import BatchIdentity, BatchOutcome, BatchTaskResult, StreamingSink
+from .sink import BatchIdentity, BatchOutcome, BatchRolledBack, BatchTaskResult, StreamingSink
 
 __all__ = [
     "DEFAULT_COMPACT_INTERVAL",
@@ -32,8 +33,10 @@ __all__ = [
     "BatchLog",
     "BatchLogError",
     "BatchOutcome",
+    "BatchRolledBack",
     "BatchTaskResult",
     "CommittedFile",
+    "Decision",
     "JobRecord",
     "StreamingSink",
     "committed_batches",

@@ -22,6 +22,17 @@ reader that listed before has one interval to finish).
 ``_jobs/`` records each job a query started for a batch (written by the first of its
 tasks) and, once the driver knows them, the files its job commit is about to publish:
 the evidence a restarted query uses to roll back a batch whose commit was interrupted.
+
+``_jobs/<jobId>.decision`` says whether that job commits or is rolled back, created
+exclusively by whoever decides first: the job's own driver ("commit", once its job
+commit returned and before it creates the entry) or a rollback ("abort", before it
+deletes anything). Exactly one wins, so a rollback never deletes files whose job could
+still create its entry (a driver that lost its lease and keeps running), and a driver
+whose job was rolled back never logs it. A decision goes with its job's record once the
+batch has an entry; an "abort" stays until then (it fences the job's driver).
+
+``_query.json`` names the query the log belongs to (created exclusively by the first
+task of its first batch): one streaming query per destination.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ import logging
 import posixpath
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +58,12 @@ JOBS_DIR = "_jobs"
 BATCH_FORMAT = "outcommit.streaming.Batch/1"
 COMPACT_FORMAT = "outcommit.streaming.Compact/1"
 JOB_FORMAT = "outcommit.streaming.Job/1"
+DECISION_FORMAT = "outcommit.streaming.Decision/1"
+QUERY_FORMAT = "outcommit.streaming.Query/1"
+QUERY_FILE = "_query.json"
+DECISION_SUFFIX = ".decision"
+#: The two decisions on a job: its own driver commits it, or a rollback aborts it.
+COMMIT, ABORT = "commit", "abort"
 #: As Spark's ``spark.sql.streaming.fileSink.log.compactInterval``.
 DEFAULT_COMPACT_INTERVAL = 10
 _ENTRY = re.compile(r"^(\d{1,19})(\.compact)?\.json$")
@@ -186,6 +203,36 @@ class JobRecord:
         return cls(job_id=job_id, batch_id=batch_id, query_id=text["queryId"], run_id=text["runId"],
                    committer=text["committer"],
                    files=None if files is None else tuple(CommittedFile.from_dict(f, where) for f in files))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether job ``job_id`` commits (its driver decided) or is rolled back (a rollback did)."""
+
+    job_id: str
+    batch_id: int
+    outcome: str
+    by: str = ""
+    decided_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": DECISION_FORMAT, "jobId": self.job_id, "batchId": self.batch_id,
+                "decision": self.outcome, "by": self.by, "decidedAt": self.decided_at}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> Decision:
+        if not isinstance(data, Mapping) or data.get("format") != DECISION_FORMAT:
+            raise CorruptFileError(where, "format", f"not a job decision ({DECISION_FORMAT})")
+        job_id, batch_id, outcome = data.get("jobId"), data.get("batchId"), data.get("decision")
+        if not isinstance(job_id, str) or not _JOB_ID.match(job_id):
+            raise CorruptFileError(where, "jobId", f"not a job id: {job_id!r}")
+        if not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 0:
+            raise CorruptFileError(where, "batchId", f"not a batch id: {batch_id!r}")
+        if outcome not in (COMMIT, ABORT):
+            raise CorruptFileError(where, "decision", f"{outcome!r}, expected {COMMIT!r} or {ABORT!r}")
+        by, decided_at = data.get("by"), data.get("decidedAt")
+        return cls(job_id, batch_id, outcome, by if isinstance(by, str) else "",
+                   float(decided_at) if isinstance(decided_at, (int, float)) else 0.0)
 
 
 class BatchLog:
@@ -392,8 +439,15 @@ class BatchLog:
         self.store.save_json(self.job_path(record.job_id), record.to_dict())
 
     def jobs(self) -> list[JobRecord]:
-        records = []
+        return self.job_states()[0]
+
+    def job_states(self) -> tuple[list[JobRecord], list[str]]:
+        """The job records, in batch order, and the ids of jobs that have a decision and no
+        record (settled: their decisions wait for their batch's entry): one listing."""
+        records, decided = [], set()
         for info in self.store.list_dir(self.jobs_dir):
+            if not info.is_dir and info.name.endswith(DECISION_SUFFIX):
+                decided.add(info.name[:-len(DECISION_SUFFIX)])
             if info.is_dir or not info.name.endswith(".json"):
                 continue
             where = self.store.url(info.path)
@@ -405,10 +459,93 @@ class BatchLog:
                 # Its record is what a rollback forgets: it must be this file.
                 raise CorruptFileError(where, "jobId", f"{record.job_id!r} is not the record's name")
             records.append(record)
-        return sorted(records, key=lambda r: (r.batch_id, r.job_id))
+        orphans = decided - {r.job_id for r in records}
+        return sorted(records, key=lambda r: (r.batch_id, r.job_id)), sorted(orphans)
 
-    def forget_job(self, job_id: str) -> None:
-        self.store.delete(self.job_path(job_id))
+    def forget_job(self, job_id: str, decision: bool = True, also: Sequence[str] = ()) -> None:
+        """Delete the job's record, its decision (``decision``) and ``also``, in one request
+        where the store batches deletes. Keep an "abort" decision while the job's batch has
+        no entry: it fences the job's driver, which may still be running."""
+        paths = [self.job_path(job_id), *([self.decision_path(job_id)] if decision else []), *also]
+        if len(paths) == 1:
+            self.store.delete(paths[0])
+        else:
+            self.store.delete_files(paths)
+
+    # -- decisions ---------------------------------------------------------------------------------
+    def decision_path(self, job_id: str) -> str:
+        return self.store.join(self.jobs_dir, f"{job_id}{DECISION_SUFFIX}")
+
+    def decide(self, job_id: str, batch_id: int, outcome: str, by: str) -> Decision:
+        """Decide ``outcome`` for the job unless someone decided first: the decision that stands.
+
+        Created exclusively: exactly one of the job's driver ("commit") and a rollback
+        ("abort") wins. A refused create is read, not trusted: a client retrying a create
+        whose response was lost is refused its own decision, and finds it.
+        """
+        path = self.decision_path(job_id)
+        mine = Decision(job_id, batch_id, outcome, by, time.time())
+        for _ in range(_READ_ATTEMPTS):
+            try:
+                self._create(path, mine.to_dict())
+                return mine
+            except FileExistsError:
+                pass
+            try:
+                found = Decision.from_dict(self._load(path), self.store.url(path))
+            except FileNotFoundError:
+                continue  # deleted meanwhile (its batch got an entry): decide again
+            if found.job_id != job_id:
+                raise CorruptFileError(self.store.url(path), "jobId",
+                                       f"{found.job_id!r}, expected {job_id!r}")
+            return found
+        raise BatchLogError(f"the decision {self.store.url(path)} kept appearing and disappearing: "
+                            f"job {job_id}'s commit state is unknown; nothing was deleted")
+
+    def decision(self, job_id: str) -> Decision | None:
+        path = self.decision_path(job_id)
+        try:
+            return Decision.from_dict(self._load(path), self.store.url(path))
+        except FileNotFoundError:
+            return None
+
+    # -- the query the log belongs to ---------------------------------------------------------------
+    def owner(self) -> str | None:
+        """The query this log belongs to, None before its first task claimed it."""
+        path = self.store.join(self.dir, QUERY_FILE)
+        try:
+            data = self._load(path)
+        except FileNotFoundError:
+            return None
+        query = data.get("queryId") if isinstance(data, Mapping) else None
+        if not isinstance(data, Mapping) or data.get("format") != QUERY_FORMAT or \
+                not isinstance(query, str) or not query:
+            raise CorruptFileError(self.store.url(path), "queryId", f"not a query's claim ({QUERY_FORMAT})")
+        return query
+
+    def claim(self, query_id: str) -> None:
+        """Refuse unless the log belongs to ``query_id``; claim it for ``query_id`` if nobody has.
+
+        One read once claimed (the claim never changes). A log written before claims were
+        recorded belongs to the query of its newest entry.
+        """
+        found = self.owner()
+        if found is None:
+            newest = self.latest()
+            entry = self.get(newest) if newest is not None else None
+            claimant = entry.query_id if entry is not None and entry.query_id else query_id
+            try:
+                self._create(self.store.join(self.dir, QUERY_FILE),
+                             {"format": QUERY_FORMAT, "queryId": claimant, "claimedAt": time.time()})
+            except FileExistsError:
+                pass  # another task (or query) claimed it first: read who
+            found = self.owner()
+        if found != query_id:
+            raise BatchLogError(
+                f"the batch log of {self.store.url(self.dest)} belongs to query {found}, not to query "
+                f"{query_id}: one streaming query per destination (write this query to its own "
+                "destination; a new checkpoint location needs a new destination, as with Spark's "
+                "file sink)")
 
     # -- paths ------------------------------------------------------------------------------------------
     def file_path(self, relative: str) -> str:

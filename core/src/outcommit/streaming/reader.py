@@ -28,7 +28,10 @@ from .log import DEFAULT_COMPACT_INTERVAL, LOG_DIR, BatchEntry, BatchLog
 
 def has_batch_log(store: Store, dest: str) -> bool:
     """Whether ``dest`` (a store path) is a streaming destination: it has ``_outcommit_log/``."""
-    return bool(store.list_dir(store.join(dest, LOG_DIR)))
+    try:
+        return bool(store.list_dir(store.join(dest, LOG_DIR)))
+    except NotADirectoryError:  # dest is a file (local disks say so): no log under it
+        return False
 
 
 def _log(url: str, config: Mapping[str, Any] | Config | None) -> BatchLog:
@@ -41,15 +44,25 @@ def _log(url: str, config: Mapping[str, Any] | Config | None) -> BatchLog:
     return BatchLog(store, dest, DEFAULT_COMPACT_INTERVAL)
 
 
-def committed_batches(url: str, config: Mapping[str, Any] | Config | None = None) -> list[BatchEntry]:
-    """Every committed batch of the destination ``url``, in batch order."""
-    return _log(url, config).entries()
+def committed_batches(url: str, config: Mapping[str, Any] | Config | None = None, *,
+                      verify: bool = False) -> list[BatchEntry]:
+    """Every committed batch of the destination ``url``, in batch order (``verify``: with
+    one listing, check that every logged file is there, as :func:`committed_files` does)."""
+    batch_log = _log(url, config)
+    entries = batch_log.entries()
+    if verify:
+        _verified(batch_log, [batch_log.file_path(f.path) for e in entries for f in e.files])
+    return entries
 
 
 def _paths(batch_log: BatchLog, through_batch: int | None, verify: bool) -> list[str]:
     paths = [batch_log.file_path(f.path) for entry in batch_log.entries()
              if through_batch is None or entry.batch_id <= through_batch for f in entry.files]
-    if verify and paths:
+    return _verified(batch_log, paths) if verify else paths
+
+
+def _verified(batch_log: BatchLog, paths: list[str]) -> list[str]:
+    if paths:
         store = batch_log.store
         listed = {info.path for info in store.list_files(batch_log.dest)}
         missing = [p for p in paths if p not in listed]
