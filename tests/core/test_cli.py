@@ -353,3 +353,38 @@ def test_hadoops_own_temporary_state_is_foreign_and_deleted_only_when_named(tmp_
     assert not (tmp_path / "out" / "_temporary" / "0").exists()
     assert (tmp_path / "out" / "_temporary" / job.job_id / "0" / "_job.json").exists()
 
+
+def test_success_on_a_streaming_destination_shows_its_batch_log(tmp_path, capsys) -> None:
+    """A streaming destination has no _SUCCESS (its batch log is the report): `success` said
+    "the job was not committed" of one with committed batches."""
+    import pyarrow as pa
+
+    from outcommit.engine.tasks import WriteSettings, write_attempt
+    from outcommit.streaming import BatchIdentity, BatchTaskResult, StreamingSink
+
+    dest = f"file://{tmp_path}/events"
+    sink = StreamingSink(dest, {}, "v1")
+    for batch_id in range(3):
+        identity = BatchIdentity("query-1", batch_id, "run-a")
+        job = sink.begin_task(identity)
+        assert job is not None
+        table = pa.table({"id": pa.array(range(batch_id * 10, batch_id * 10 + 5), pa.int64())})
+        attempt = write_attempt(sink.committer, job.task_attempt(0, 0), table.to_batches(), WriteSettings())
+        sink.commit_batch(batch_id, [BatchTaskResult(identity, job.job_id, attempt)])
+
+    assert main(["success", dest]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{dest}: a streaming destination: its batch log has 3 committed "
+                          "batches (0..2) of query query-1, no _SUCCESS")
+    assert "batch 2: job query-1-b2-rrun-a, v1, 1 files, 5 rows" in out
+    assert main(["success", dest, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["streaming"], report["batches"], report["latestBatch"], report["queryId"]) == \
+        (True, 3, 2, "query-1")
+    assert report["rows"] == 15 and len(report["latest"]["files"]) == 1
+
+    empty = tmp_path / "fresh"
+    (empty / "_outcommit_log" / "_jobs").mkdir(parents=True)  # a query's first batch is running
+    (empty / "_outcommit_log" / "_jobs" / "x.json").write_text("{}")
+    assert main(["success", str(empty)]) == 1
+    assert "streaming destination: its batch log has no committed batch yet" in capsys.readouterr().err

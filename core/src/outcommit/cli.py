@@ -129,6 +129,10 @@ def cmd_success(args: argparse.Namespace) -> int:
         path = store.join(path, SUCCESS_FILE)
     info = store.info(path)
     if info is None:
+        dest = path.rsplit("/", 1)[0]
+        streaming = _streaming_report(args, store, dest)
+        if streaming is not None:
+            return streaming
         text = (f"no {SUCCESS_FILE} at {store.url(path)}: the job was not committed "
                 "(or committed without a report)")
         print(text, file=sys.stderr)
@@ -171,6 +175,50 @@ def cmd_success(args: argparse.Namespace) -> int:
         for key, value in sorted(counters.items()):
             print(f"    {key} = {value}")
     return 0 if report.success else 1
+
+
+def _streaming_report(args: argparse.Namespace, store: Any, dest: str) -> int | None:
+    """A streaming destination has no ``_SUCCESS``: its batch log is the report. Shown and
+    checked (every logged file there); None where ``dest`` has no batch log."""
+    from .streaming import LOG_DIR, BatchLog
+    from .streaming.reader import committed_batches, has_batch_log
+
+    if not has_batch_log(store, dest):
+        return None
+    url = store.url(dest)
+    entries = committed_batches(url, _config(args.conf), verify=True)
+    if not entries:
+        text = (f"{url}: a streaming destination: its batch log has no committed batch yet "
+                f"({store.url(store.join(dest, LOG_DIR))}), no {'_SUCCESS'} (a batch log is the report)")
+        print(text, file=sys.stderr)
+        if args.json:
+            print(json.dumps({"url": url, "streaming": True, "success": False, "batches": 0,
+                              "error": "NotCommitted", "message": text}))
+        return 1
+    latest = entries[-1]
+    owner = BatchLog(store, dest).owner() or latest.query_id
+    ids = [e.batch_id for e in entries]
+    files = sum(len(e.files) for e in entries)
+    rows = sum(e.rows for e in entries)
+    if args.json:
+        shown = {**latest.to_dict(), "files": [f.to_dict() for f in latest.files[: args.files]]}
+        print(json.dumps({"url": url, "streaming": True, "success": True, "queryId": owner,
+                          "batches": len(entries), "firstBatch": ids[0], "latestBatch": ids[-1],
+                          "files": files, "rows": rows, "bytes": sum(e.bytes for e in entries),
+                          "latest": shown}, indent=2))
+        return 0
+    span = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
+    print(f"{url}: a streaming destination: its batch log has {len(entries)} committed batches "
+          f"({span}) of query {owner}, no _SUCCESS (the batch log is the report; every logged "
+          "file is there)")
+    when = datetime.fromtimestamp(latest.committed_at, timezone.utc).isoformat(timespec="seconds")
+    print(f"  batch {latest.batch_id}: job {latest.job_id}, {latest.committer}, {len(latest.files)} files, "
+          f"{latest.rows} rows, committed {when}")
+    for f in latest.files[: args.files]:
+        print(f"    {f.path}")
+    print(f"  all batches: {files} files, {rows} rows")
+    print("  read them with outcommit.streaming.committed_files (docs/streaming.md)")
+    return 0
 
 
 def cmd_uploads(args: argparse.Namespace) -> int:
@@ -455,7 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     _conf_option(p)
     p.set_defaults(func=cmd_capabilities)
 
-    p = _subparser(sub, "success", "show and validate a job's _SUCCESS report")
+    p = _subparser(sub, "success", "show and validate a job's _SUCCESS report, or a streaming "
+                                   "destination's batch log")
     p.add_argument("url", help="destination directory or its _SUCCESS file")
     _conf_option(p)
     p.add_argument("--files", type=int, default=10, help="how many file names to show (default 10)")
