@@ -130,6 +130,8 @@ def test_a_second_query_is_refused_and_never_rolls_the_first_back(tmp_path: Path
     with pytest.raises(BatchLogError, match=refusal):  # an empty batch of B (no task) too
         b_sink.commit_batch(7, [], query_id=other)
     assert b_sink.abort_batch(7, [], query_id=other) == []
+    # Its abort of the very batch A has in flight, with no task message (no query id): nothing.
+    assert b_sink.abort_batch(3, []) == []
     a.finish()
     assert_exactly_once(url, {}, range(4))
 
@@ -145,6 +147,41 @@ def test_a_query_never_rolls_back_another_querys_records(tmp_path: Path) -> None
     assert outcome.rolled_back == []
     (record,) = streaming.BatchLog(sink.store, sink.log.dest).jobs()
     assert record.query_id == "other-query"
+
+
+def test_another_runs_abort_fences_a_run_that_published(target: Any) -> None:
+    """Shrunk by the state machine (on the code before the fence): run b published batch 0
+    and stopped before its entry; run c, a second live run of the query, failed the batch and
+    Spark aborted it: the abort deleted b's files; b resumed and logged them."""
+    url, config, _ = target
+    b = Driver("b", stops={("job-committed", 0)})
+    b_sink = sink_for(target, b)
+    b.start(lambda: b_sink.commit_batch(0, run_batch(b_sink, "run-b", 0)))
+    c_sink = sink_for(target)
+    c_results = run_batch(c_sink, "run-c", 0)
+    assert c_sink.abort_batch(0, c_results) == [f"{QUERY}-b0-rrun-b", f"{QUERY}-b0-rrun-c"]
+    b.resume()
+    assert isinstance(b.error, BatchRolledBack), b.error
+    final = sink_for(target)
+    final.commit_batch(0, run_batch(final, "run-d", 0))
+    assert_exactly_once(url, config, range(1))
+
+
+def test_a_run_whose_job_was_rolled_back_before_its_commit_is_told_so(tmp_path: Path) -> None:
+    """Shrunk by the state machine: run c wrote batch 0, run d (a second live run) wrote it
+    too and Spark aborted d's batch, which rolled back c's job; c's commit then failed with
+    "job ... is not active", which said nothing of why."""
+    url = f"file://{tmp_path}/out"
+    c = StreamingSink(url, {}, "v1")
+    c_results = run_batch(c, "run-c", 0)
+    d = StreamingSink(url, {}, "v1")
+    d.abort_batch(0, run_batch(d, "run-d", 0))
+    with pytest.raises(BatchRolledBack, match=rf"job {QUERY}-b0-rrun-c was rolled back by the abort "
+                                              "of batch 0 while this run committed it"):
+        c.commit_batch(0, c_results)
+    final = StreamingSink(url, {}, "v1")
+    final.commit_batch(0, run_batch(final, "run-e", 0))
+    assert_exactly_once(url, {}, range(1))
 
 
 @pytest.mark.s3

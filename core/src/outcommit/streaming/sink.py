@@ -72,6 +72,7 @@ from .log import (
     BatchLog,
     BatchLogError,
     CommittedFile,
+    Decision,
     JobRecord,
     entry_for,
 )
@@ -234,21 +235,28 @@ class StreamingSink:
         # Before anything is published (v2 publishes at task commit, on the driver below):
         # what a rollback must delete if this commit dies.
         self.log.save_job_files(record)
-        messages = job_messages(committer, job, attempts)
-        committer.add_metrics({"rows.written": sum(a.rows for a in attempts),
-                               "files.written": len(files), "bytes.written": sum(a.bytes for a in attempts)})
-        summary = committer.commit_job(job, messages)
+        try:
+            messages = job_messages(committer, job, attempts)
+            committer.add_metrics({"rows.written": sum(a.rows for a in attempts), "files.written": len(files),
+                                   "bytes.written": sum(a.bytes for a in attempts)})
+            summary = committer.commit_job(job, messages)
+        except Exception as exc:
+            # Its job aborted under it ("not active") is how a rollback by another run shows here.
+            fenced = self.log.decision(job_id)
+            if fenced is not None and fenced.outcome == ABORT:
+                raise self._rolled_back(record, fenced) from exc
+            won = self.log.get(batch_id)
+            if won is not None and won.job_id != job_id:  # another run committed it meanwhile
+                self._roll_back(record)
+                raise BatchAlreadyCommitted(f"batch {batch_id} was committed to {self.destination} by "
+                                            f"job {won.job_id} while this run committed it") from exc
+            raise
         self.on_step("job-committed", batch_id)
         # Every file is visible now: decide to commit, unless a rollback decided first (this
         # driver lost its lease to a restarted run, which deleted or is deleting our files).
         decision = self.log.decide(job_id, batch_id, COMMIT, by=job_id)
         if decision.outcome != COMMIT:
-            self._roll_back(record, keep_decision=True)  # what we published after its rollback
-            raise BatchRolledBack(
-                f"batch {batch_id}'s job {job_id} was rolled back by {decision.by or 'another run'} "
-                f"while this run committed it to {self.destination}: another driver runs query "
-                f"{query_id} (this one lost its lease?); this run's output is deleted and the batch "
-                "is the other run's to commit")
+            raise self._rolled_back(record, decision)
         self.on_step("decided", batch_id)
         metrics = {k: v for k, v in summary.metrics.items() if isinstance(v, int)}
         metrics["tasks"] = len(attempts)
@@ -266,6 +274,15 @@ class StreamingSink:
         log.info("committed batch %d to %s: job %s, %d files, %d rows", batch_id, self.destination,
                  job_id, len(files), entry.rows)
         return entry
+
+    def _rolled_back(self, record: JobRecord, decision: Decision) -> BatchRolledBack:
+        """Our job was fenced off by a rollback: delete what we published after it, say so."""
+        self._roll_back(record, keep_decision=True)
+        return BatchRolledBack(
+            f"batch {record.batch_id}'s job {record.job_id} was rolled back by "
+            f"{decision.by or 'another run'} while this run committed it to {self.destination}: "
+            f"another driver runs query {record.query_id} (this one lost its lease?); this run's "
+            "output is deleted and the batch is the other run's to commit")
 
     def abort_batch(self, batch_id: int, results: Sequence[BatchTaskResult],
                     query_id: str | None = None) -> list[str]:
@@ -320,7 +337,7 @@ class StreamingSink:
             if settled is not None and settled.batch_id == batch_id:
                 entry = settled
             handled.append(record.job_id)
-        self._collect_decisions(orphans)
+        self._collect_decisions(orphans, batch_id)
         return handled, entry
 
     def _settle(self, record: JobRecord, by: str) -> BatchEntry | None:
@@ -405,9 +422,10 @@ class StreamingSink:
             log.warning("could not delete %d settled decisions at %s", len(paths), self.destination,
                         exc_info=True)
 
-    def _collect_decisions(self, orphans: Sequence[str]) -> None:
+    def _collect_decisions(self, orphans: Sequence[str], batch_id: int) -> None:
         """Delete the decisions of settled jobs (no record) whose batch has its entry now:
-        only then can no driver of theirs create one."""
+        only then can no driver of theirs create one. Those of ``batch_id`` go with this
+        commit's own, once its entry is there (the query's last batch leaves none)."""
         doomed = []
         for job_id in orphans:
             try:
@@ -416,8 +434,12 @@ class StreamingSink:
                 log.warning("not deleting the unreadable decision of job %s at %s", job_id,
                             self.destination, exc_info=True)
                 continue
-            if decision is not None and self.log.get(decision.batch_id) is not None:
+            if decision is None:
+                continue
+            if self.log.get(decision.batch_id) is not None:
                 doomed.append(self.log.decision_path(job_id))
+            elif decision.batch_id == batch_id:
+                self._fences[job_id] = batch_id
         self._delete_decisions(doomed)
 
     def _committer_for(self, record: JobRecord) -> Committer:
