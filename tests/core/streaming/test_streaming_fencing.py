@@ -20,7 +20,7 @@ from batches import QUERY, assert_exactly_once, run_batch
 from interleave import Driver
 
 import outcommit.streaming as streaming
-from outcommit import open_store
+from outcommit import CorruptFileError, open_store
 from outcommit.streaming import BatchAlreadyCommitted, BatchLogError, BatchRolledBack, StreamingSink
 from outcommit.testing.conformance import leftovers
 from outcommit.testing.faults import Fault, FaultInjectingStore
@@ -269,3 +269,16 @@ class _Died(BaseException):
 
 def _die() -> None:
     raise _Died
+
+
+def test_a_tampered_decision_is_reported_and_nothing_is_deleted(tmp_path: Path) -> None:
+    url = f"file://{tmp_path}/out"
+    dying = StreamingSink(url, {}, "v1", on_step=lambda step, _b: step == "job-committed" and _die())
+    with pytest.raises(_Died):
+        dying.commit_batch(0, run_batch(dying, "run-a", 0))
+    published = sorted(p.name for p in (tmp_path / "out").glob("part-*"))
+    (tmp_path / "out" / "_outcommit_log" / "_jobs" / f"{OLD}.decision").write_text('{"decision": "maybe"}')
+    sink = StreamingSink(url, {}, "v1")
+    with pytest.raises(CorruptFileError, match=rf"_jobs/{OLD}\.decision: field 'format'"):
+        sink.commit_batch(0, run_batch(sink, "run-b", 0))
+    assert sorted(p.name for p in (tmp_path / "out").glob("part-*")) == published
