@@ -59,14 +59,13 @@ from ..committer import Committer
 from ..config import Config
 from ..context import JobContext
 from ..engine.tasks import AttemptResult, job_messages
-from ..errors import CommitError, CorruptFileError, OutcommitError
+from ..errors import CommitError
 from ..factory import create_committer, open_store
 from ..store import Store
 from .log import (
     ABORT,
     COMMIT,
     DEFAULT_COMPACT_INTERVAL,
-    LOG_DIR,
     BatchAlreadyCommitted,
     BatchEntry,
     BatchLog,
@@ -76,6 +75,7 @@ from .log import (
     JobRecord,
     entry_for,
 )
+from .settle import Settler
 
 log = logging.getLogger("outcommit.streaming")
 
@@ -142,10 +142,7 @@ class StreamingSink:
         self.store = store or open_store(destination, cfg)
         self.committer: Committer = create_committer(destination, cfg, committer, store=self.store)
         self.log = BatchLog(self.store, self.committer.dest, compact_interval)
-        #: The committers, by name, that made the jobs a rollback meets (a restart may change it).
-        self._committers: dict[str, Committer] = {}
-        #: The "abort" decisions this sink won and must keep until their batch is logged: job -> batch.
-        self._fences: dict[str, int] = {}
+        self.settler = Settler(self.log, self.committer, self.config, self.destination, self.job)
         #: Called as ``on_step(step, batch_id)`` at "job-committed" (files visible, no
         #: decision yet), "decided" (decided to commit, no log entry yet) and "logged"
         #: (entry written, job record not yet removed): tests stop a driver there.
@@ -192,14 +189,14 @@ class StreamingSink:
             records, orphans = self.log.job_states()
             self._check_owner(query_id, records, jobs)
             keep = jobs[0] if jobs else None
-            rolled_back, existing = self._settle_all(records, orphans, batch_id, query_id, keep,
+            rolled_back, existing = self.settler.settle_all(records, orphans, batch_id, query_id, keep,
                                                      by=keep or f"the commit of batch {batch_id}")
         if existing is not None:
             return self._replayed(existing, query_id, jobs, rolled_back)
         if not jobs:  # no task wrote (no partitions): the batch is committed all the same
             entry = entry_for(batch_id, query_id, None, self.committer.name, [])
             self.log.commit(entry)
-            self._delete_decisions(self._lifted_fences(batch_id))
+            self.settler.delete_decisions(self.settler.lifted_fences(batch_id))
             return BatchOutcome(entry, False, rolled_back)
         return BatchOutcome(self._commit_job(batch_id, query_id, jobs[0], results), False, rolled_back)
 
@@ -215,10 +212,10 @@ class StreamingSink:
         recorded = {r.job_id for r in records}
         for job_id in jobs:
             if job_id != existing.job_id and job_id not in recorded:
-                self._abort(self.committer, self.job(job_id))  # never recorded: nothing published
-        more, _ = self._settle_all(records, orphans, batch_id, query_id, keep=None,
+                self.settler.abort(self.committer, self.job(job_id))  # never recorded: nothing published
+        more, _ = self.settler.settle_all(records, orphans, batch_id, query_id, keep=None,
                                    by=f"the replay of batch {batch_id}")
-        self._delete_decisions(self._lifted_fences(batch_id))
+        self.settler.delete_decisions(self.settler.lifted_fences(batch_id))
         return BatchOutcome(existing, True, [*rolled_back, *(j for j in more if j not in rolled_back)])
 
     def _commit_job(self, batch_id: int, query_id: str, job_id: str,
@@ -247,7 +244,7 @@ class StreamingSink:
                 raise self._rolled_back(record, fenced) from exc
             won = self.log.get(batch_id)
             if won is not None and won.job_id != job_id:  # another run committed it meanwhile
-                self._roll_back(record)
+                self.settler.roll_back(record)
                 raise BatchAlreadyCommitted(f"batch {batch_id} was committed to {self.destination} by "
                                             f"job {won.job_id} while this run committed it") from exc
             raise
@@ -267,17 +264,17 @@ class StreamingSink:
             self.log.commit(entry)  # the commit point
         except BatchAlreadyCommitted:
             # Another job's entry stands (its own driver's, or a rollback finished it): ours goes.
-            self._roll_back(record)
+            self.settler.roll_back(record)
             raise
         self.on_step("logged", batch_id)
-        self._forget(job_id, also=self._lifted_fences(batch_id))
+        self.settler.forget(job_id, also=self.settler.lifted_fences(batch_id))
         log.info("committed batch %d to %s: job %s, %d files, %d rows", batch_id, self.destination,
                  job_id, len(files), entry.rows)
         return entry
 
     def _rolled_back(self, record: JobRecord, decision: Decision) -> BatchRolledBack:
         """Our job was fenced off by a rollback: delete what we published after it, say so."""
-        self._roll_back(record, keep_decision=True)
+        self.settler.roll_back(record, keep_decision=True)
         return BatchRolledBack(
             f"batch {record.batch_id}'s job {record.job_id} was rolled back by "
             f"{decision.by or 'another run'} while this run committed it to {self.destination}: "
@@ -298,10 +295,10 @@ class StreamingSink:
         committed = self.log.get(batch_id)
         for job_id in sorted(jobs - recorded):  # never recorded: nothing published
             if committed is None or committed.job_id != job_id:
-                self._abort(self.committer, self.job(job_id))
+                self.settler.abort(self.committer, self.job(job_id))
         mine = [r for r in records if r.batch_id == batch_id and
                 (r.job_id in jobs or (query_id and r.query_id == query_id))]
-        handled, _ = self._settle_all(mine, orphans, batch_id, query_id, keep=None,
+        handled, _ = self.settler.settle_all(mine, orphans, batch_id, query_id, keep=None,
                                       by=f"the abort of batch {batch_id}")
         return handled
 
@@ -309,198 +306,13 @@ class StreamingSink:
     def roll_back_others(self, batch_id: int, keep: str | None, only_batch: bool = False,
                          query_id: str = "") -> list[str]:
         """Settle the recorded jobs of batches up to ``batch_id`` except ``keep``: roll back
-        each one the log does not name as committed (see :meth:`_settle`)."""
+        each one the log does not name as committed (see :meth:`Settler.settle`)."""
         records, orphans = self.log.job_states()
         if only_batch:
             records = [r for r in records if r.batch_id == batch_id]
-        handled, _ = self._settle_all(records, orphans, batch_id, query_id, keep,
+        handled, _ = self.settler.settle_all(records, orphans, batch_id, query_id, keep,
                                       by=keep or f"a rollback up to batch {batch_id}")
         return handled
-
-    def _settle_all(self, records: Sequence[JobRecord], orphans: Sequence[str], batch_id: int,
-                    query_id: str, keep: str | None, by: str) -> tuple[list[str], BatchEntry | None]:
-        """Settle the records of batches up to ``batch_id`` but ``keep`` and another query's.
-
-        Returns the jobs handled, and the entry of ``batch_id`` if settling created it
-        (a job of it had decided to commit: the batch is then a replay).
-        """
-        handled, entry = [], None
-        for record in records:
-            if record.job_id == keep or record.batch_id > batch_id:
-                continue
-            if query_id and record.query_id and record.query_id != query_id:
-                # Never another query's: its driver may be committing it right now.
-                log.warning("not rolling back job %s of batch %d at %s: it belongs to query %s, not %s",
-                            record.job_id, record.batch_id, self.destination, record.query_id, query_id)
-                continue
-            settled = self._settle(record, by)
-            if settled is not None and settled.batch_id == batch_id:
-                entry = settled
-            handled.append(record.job_id)
-        self._collect_decisions(orphans, batch_id)
-        return handled, entry
-
-    def _settle(self, record: JobRecord, by: str) -> BatchEntry | None:
-        """Roll ``record``'s job back, or find it committed: the entry that names it, or None.
-
-        A rollback deletes only files whose job can no longer win its batch's entry: the
-        batch has another job's entry, or the rollback's "abort" decision stands. Where the
-        job's driver decided "commit" first, every file of the job is visible and its record
-        names them: the rollback finishes that commit (creates the entry naming them; the
-        exclusive entry decides) instead of deleting what may be logged a moment later.
-        """
-        entry = self.log.get(record.batch_id)
-        if entry is None:
-            decision = self.log.decide(record.job_id, record.batch_id, ABORT, by=by)
-            if decision.outcome == COMMIT:
-                entry = self._finish(record)
-            else:
-                # Fenced. Its driver deletes its decision only after its entry exists: look again.
-                entry = self.log.get(record.batch_id)
-                if entry is None:
-                    self._roll_back(record, keep_decision=True)
-                    self._fences[record.job_id] = record.batch_id
-                    return None
-        if entry.job_id != record.job_id:
-            self._roll_back(record)  # another job's entry stands: this one can never win
-            return None
-        self._cleanup(self._committer_for(record), self.job(record.job_id))
-        self._forget(record.job_id)
-        return entry
-
-    def _finish(self, record: JobRecord) -> BatchEntry:
-        """Create the entry of a job whose driver decided to commit: the batch's entry after."""
-        if record.files is None:
-            raise BatchLogError(f"job {record.job_id} of batch {record.batch_id} decided to commit and "
-                                f"its record {self.store.url(self.log.job_path(record.job_id))} names no "
-                                "files: it was changed by hand; inspect it (nothing was deleted)")
-        entry = entry_for(record.batch_id, record.query_id, record.job_id,
-                          record.committer or self.committer.name, record.files)
-        try:
-            self.log.commit(entry)
-        except BatchAlreadyCommitted:
-            found = self.log.get(record.batch_id)
-            if found is None:
-                raise
-            return found
-        log.warning("finished the commit of job %s (batch %d, run %s) at %s: its driver decided to "
-                    "commit and had not logged it", record.job_id, record.batch_id, record.run_id,
-                    self.destination)
-        return entry
-
-    def _roll_back(self, record: JobRecord, keep_decision: bool = False) -> None:
-        """Abort the job through the committer that made it, delete the files it published."""
-        log.warning("rolling back job %s of batch %d (run %s) at %s: it never reached the batch log",
-                    record.job_id, record.batch_id, record.run_id, self.destination)
-        self._abort(self._committer_for(record), self.job(record.job_id))
-        doomed = self._deletable(record)
-        if doomed:
-            # In batches where the store has them, else the committer's threads at once: a
-            # rolled back batch of 1,000 files was 1,000 deletes one after another.
-            try:
-                self.store.delete_files(doomed, threads=self.committer.threads)
-            except Exception:
-                log.warning("could not delete the %d files of the rolled back job %s under %s",
-                            len(doomed), record.job_id, self.destination, exc_info=True)
-                raise
-        self._forget(record.job_id, decision=not keep_decision)
-
-    def _lifted_fences(self, batch_id: int) -> list[str]:
-        """The decisions of the jobs this sink fenced off from ``batch_id``, which is logged
-        now: no driver of theirs can create its entry any more."""
-        lifted = [job_id for job_id, batch in self._fences.items() if batch == batch_id]
-        for job_id in lifted:
-            del self._fences[job_id]
-        return [self.log.decision_path(job_id) for job_id in lifted]
-
-    def _delete_decisions(self, paths: Sequence[str]) -> None:
-        if not paths:
-            return
-        try:
-            self.store.delete_files(list(paths))
-        except Exception:  # a leftover decision is collected by a later commit
-            log.warning("could not delete %d settled decisions at %s", len(paths), self.destination,
-                        exc_info=True)
-
-    def _collect_decisions(self, orphans: Sequence[str], batch_id: int) -> None:
-        """Delete the decisions of settled jobs (no record) whose batch has its entry now:
-        only then can no driver of theirs create one. Those of ``batch_id`` go with this
-        commit's own, once its entry is there (the query's last batch leaves none)."""
-        doomed = []
-        for job_id in orphans:
-            try:
-                decision = self.log.decision(job_id)
-            except CorruptFileError:
-                log.warning("not deleting the unreadable decision of job %s at %s", job_id,
-                            self.destination, exc_info=True)
-                continue
-            if decision is None:
-                continue
-            if self.log.get(decision.batch_id) is not None:
-                doomed.append(self.log.decision_path(job_id))
-            elif decision.batch_id == batch_id:
-                self._fences[job_id] = batch_id
-        self._delete_decisions(doomed)
-
-    def _committer_for(self, record: JobRecord) -> Committer:
-        """The committer that made ``record``'s job (a restart may have changed the query's):
-        aborting a magic job through the directory committer left its state and uploads."""
-        name = record.committer or self.committer.name
-        if name == self.committer.name:
-            return self.committer
-        if name not in self._committers:
-            try:
-                self._committers[name] = create_committer(self.destination, self.config, name,
-                                                          store=self.store)
-            except OutcommitError as exc:
-                raise BatchLogError(
-                    f"job {record.job_id} of batch {record.batch_id} at {self.destination} was started "
-                    f"by committer {name!r}, which cannot act here ({exc}): install or configure it "
-                    "so that its state and uploads are rolled back (nothing was deleted)") from exc
-        return self._committers[name]
-
-    def _deletable(self, record: JobRecord) -> list[str]:
-        """The files of ``record`` that a rollback may delete.
-
-        A job record is only evidence, and a record can be stale or tampered with. So only
-        files that the record's own job wrote — every data file's name carries its job id
-        (``part-<task>-<seq>-<jobId>-a<attempt>``) — and that no committed batch names;
-        never the batch log, never outside the destination.
-        """
-        if not record.files:
-            return []
-        committed = {f.path for e in self.log.entries() for f in e.files}
-        marker = f"-{record.job_id}-a"
-        doomed = []
-        for file in record.files:
-            path = self.log.file_path(file.path)  # refuses anything outside the destination
-            relative = path[len(self.log.dest.rstrip("/")) + 1:]
-            parts = relative.split("/")
-            if parts[0] == LOG_DIR or relative in committed or marker not in parts[-1]:
-                log.warning("not deleting %s for the rolled back job %s: %s", self.store.url(path),
-                            record.job_id,
-                            "the batch log" if parts[0] == LOG_DIR else
-                            "a committed batch names it" if relative in committed else
-                            "that job did not write it (its name lacks the job id)")
-                continue
-            doomed.append(path)
-        return doomed
-
-    @staticmethod
-    def _abort(committer: Committer, job: JobContext) -> None:
-        committer.abort_job(job)
-        committer.cleanup_job(job)
-
-    @staticmethod
-    def _cleanup(committer: Committer, job: JobContext) -> None:  # the batch log says it committed
-        committer.cleanup_committed_job(job)
-
-    def _forget(self, job_id: str, decision: bool = True, also: Sequence[str] = ()) -> None:
-        """Delete the job's record (and its decision, and ``also``: in the same request)."""
-        try:
-            self.log.forget_job(job_id, decision, also)
-        except Exception:  # a leftover record is rolled back or cleaned at the next commit
-            log.warning("could not delete the job record of %s", job_id, exc_info=True)
 
     def _check_owner(self, query_id: str, records: Sequence[JobRecord], jobs: Sequence[str]) -> None:
         """Refuse to commit into another query's log. Free when this batch has a job: its
