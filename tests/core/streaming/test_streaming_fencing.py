@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,9 @@ def test_a_run_fenced_off_before_it_decided_fails_and_the_new_run_commits(target
     sink = sink_for(target, new)
     new.start(lambda: sink.commit_batch(0, run_batch(sink, "run-b", 0)))
     old.resume()  # the old run's entry creation comes first
-    assert isinstance(old.error, BatchRolledBack), old.error
+    # The loss itself: an entry naming the files the new run's rollback deleted.
+    streaming.committed_files(url, config)
+    assert isinstance(old.error, BatchRolledBack), f"the old run's commit ended with {old.error!r}"
     assert re.search(rf"job {OLD} was rolled back by {NEW} while this run committed it", str(old.error))
     outcome = new.finish()
     assert not outcome.replayed and outcome.entry.job_id == NEW and outcome.rolled_back == [OLD]
@@ -111,29 +114,57 @@ def test_the_old_run_logging_first_makes_the_new_run_a_replay(target: Any) -> No
     assert_exactly_once(url, config, range(1))
 
 
-def test_a_second_query_is_refused_and_never_rolls_the_first_back(tmp_path: Path) -> None:
-    """Query B commits batch 7 while query A's batch 3 is between its job commit and its
-    entry (issue 27, 2): B rolled A's job back (the record's query id ignored) and A logged
-    missing files. The log belongs to A: B is refused before it writes anything."""
-    url = f"file://{tmp_path}/out"
+def start_query_a(url: str) -> Driver:
+    """Query A commits batches 0-2 and stops in batch 3 between its job commit and its entry."""
     a = Driver("query-a", stops={("job-committed", 3)})
     a_sink = StreamingSink(url, {}, "v1", on_step=a.on_step)
     for batch_id in range(3):
         a_sink.commit_batch(batch_id, run_batch(a_sink, "run-a", batch_id))
     a.start(lambda: a_sink.commit_batch(3, run_batch(a_sink, "run-a", 3)))
+    assert a.stopped_at == ("job-committed", 3)
+    return a
 
+
+def test_a_second_query_is_refused_and_never_rolls_the_first_back(tmp_path: Path) -> None:
+    """Query B commits batch 7 while query A's batch 3 is between its job commit and its
+    entry (issue 27, 2): B rolled A's job back (the record's query id ignored) and A logged
+    missing files. The log belongs to A: B is refused before it writes anything."""
+    url = f"file://{tmp_path}/out"
+    a = start_query_a(url)
+    other = str(uuid.uuid4())
+    b_sink = StreamingSink(url, {}, "v1")
+    refused = error_of(lambda: b_sink.commit_batch(7, run_batch(b_sink, "run-z", 7, query=other)))
+    a.finish()
+    # The loss itself: A's entry 3 naming the files B's rollback deleted.
+    streaming.committed_files(url, {})
+    refusal = rf"belongs to query {QUERY}, not to query {other}: one streaming query per destination"
+    assert isinstance(refused, BatchLogError) and re.search(refusal, str(refused)), repr(refused)
+    assert_exactly_once(url, {}, range(4))
+
+
+def test_a_second_querys_empty_batch_and_aborts_leave_the_first_alone(tmp_path: Path) -> None:
+    """B's batch without tasks (no task claimed the log for it) is refused too, and its
+    aborts, even of the very batch A has in flight and with no query id, roll back nothing."""
+    url = f"file://{tmp_path}/out"
+    a = start_query_a(url)
     other = str(uuid.uuid4())
     b_sink = StreamingSink(url, {}, "v1")
     refusal = rf"belongs to query {QUERY}, not to query {other}: one streaming query per destination"
     with pytest.raises(BatchLogError, match=refusal):
-        b_sink.commit_batch(7, run_batch(b_sink, "run-z", 7, query=other))
-    with pytest.raises(BatchLogError, match=refusal):  # an empty batch of B (no task) too
         b_sink.commit_batch(7, [], query_id=other)
     assert b_sink.abort_batch(7, [], query_id=other) == []
-    # Its abort of the very batch A has in flight, with no task message (no query id): nothing.
-    assert b_sink.abort_batch(3, []) == []
+    assert b_sink.abort_batch(3, []) == []  # no task message: no query id
     a.finish()
     assert_exactly_once(url, {}, range(4))
+
+
+def error_of(call: Callable[[], object]) -> Exception | None:
+    """What ``call`` raised (None if it returned): checked after the other driver ran."""
+    try:
+        call()
+    except Exception as exc:
+        return exc
+    return None
 
 
 def test_a_query_never_rolls_back_another_querys_records(tmp_path: Path) -> None:
