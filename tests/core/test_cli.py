@@ -354,15 +354,13 @@ def test_hadoops_own_temporary_state_is_foreign_and_deleted_only_when_named(tmp_
     assert (tmp_path / "out" / "_temporary" / job.job_id / "0" / "_job.json").exists()
 
 
-def test_success_on_a_streaming_destination_shows_its_batch_log(tmp_path, capsys) -> None:
-    """A streaming destination has no _SUCCESS (its batch log is the report): `success` said
-    "the job was not committed" of one with committed batches."""
+def _stream_three_batches(dest: str) -> None:
+    """Query query-1 commits batches 0..2 (5 rows, one file each) to ``dest``."""
     import pyarrow as pa
 
     from outcommit.engine.tasks import WriteSettings, write_attempt
     from outcommit.streaming import BatchIdentity, BatchTaskResult, StreamingSink
 
-    dest = f"file://{tmp_path}/events"
     sink = StreamingSink(dest, {}, "v1")
     for batch_id in range(3):
         identity = BatchIdentity("query-1", batch_id, "run-a")
@@ -371,6 +369,13 @@ def test_success_on_a_streaming_destination_shows_its_batch_log(tmp_path, capsys
         table = pa.table({"id": pa.array(range(batch_id * 10, batch_id * 10 + 5), pa.int64())})
         attempt = write_attempt(sink.committer, job.task_attempt(0, 0), table.to_batches(), WriteSettings())
         sink.commit_batch(batch_id, [BatchTaskResult(identity, job.job_id, attempt)])
+
+
+def test_success_on_a_streaming_destination_shows_its_batch_log(tmp_path, capsys) -> None:
+    """A streaming destination has no _SUCCESS (its batch log is the report): `success` said
+    "the job was not committed" of one with committed batches."""
+    dest = f"file://{tmp_path}/events"
+    _stream_three_batches(dest)
 
     assert main(["success", dest]) == 0
     out = capsys.readouterr().out
@@ -388,3 +393,14 @@ def test_success_on_a_streaming_destination_shows_its_batch_log(tmp_path, capsys
     (empty / "_outcommit_log" / "_jobs" / "x.json").write_text("{}")
     assert main(["success", str(empty)]) == 1
     assert "streaming destination: its batch log has no committed batch yet" in capsys.readouterr().err
+
+
+def test_success_on_a_streaming_destination_checks_every_logged_file(tmp_path, capsys) -> None:
+    """A logged file deleted by hand: `success` fails naming it, as for a _SUCCESS report."""
+    dest = f"file://{tmp_path}/events"
+    _stream_three_batches(dest)
+    (gone,) = (p for p in (tmp_path / "events").glob("part-*") if "-b1-" in p.name)
+    gone.unlink()
+    assert main(["success", dest]) == 2
+    err = capsys.readouterr().err
+    assert f"names 1 file(s) that are gone, e.g. file://{gone}" in err and len(err.splitlines()) == 1
