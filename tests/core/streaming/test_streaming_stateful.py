@@ -39,6 +39,7 @@ docs/reliability.md says more.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +153,16 @@ class Target:
 
 
 @dataclass
+class Tried:
+    """What a machine's examples tried: each example's rule sequence (a rule with the
+    choice that shapes the interleaving: where a commit stops, a resume or a kill)."""
+
+    sequences: set[tuple[str, ...]] = field(default_factory=set)
+    steps: Counter[str] = field(default_factory=Counter)
+    examples: int = 0
+
+
+@dataclass
 class Model:
     owner: str | None = None
     start: dict[str, int] = field(default_factory=dict)        # query -> its first batch
@@ -164,6 +175,7 @@ class Model:
 
 class StreamingMachine(RuleBasedStateMachine):
     target: Target  # set by the test
+    tried: Tried    # set by the test
 
     def __init__(self) -> None:
         super().__init__()
@@ -177,6 +189,7 @@ class StreamingMachine(RuleBasedStateMachine):
         #: Did the last rule touch the store? (starting or killing a run does not: no need
         #: to list it again, which on S3 is most of a step's requests)
         self.touched = True
+        self.trace: list[str] = []
 
     # -- choosing ------------------------------------------------------------------------------
     def _pick(self, pick: int, fits: Callable[[Run], bool]) -> Run:
@@ -205,6 +218,7 @@ class StreamingMachine(RuleBasedStateMachine):
     def start_run(self, second: bool, committer: int, replay: bool, first: int) -> None:
         """A run of a query starts from its checkpoint (a restart: the others may live on)."""
         query = QUERIES[1] if second else QUERIES[0]
+        self.trace.append(f"start({'second' if second else 'owner'}{', replay' if replay else ''})")
         # A query's first batch: 0, or any for the second query (its checkpoint is its own).
         start = self.model.start.setdefault(query, first if second else 0)
         known = self.model.checkpoint.get(query)
@@ -223,6 +237,7 @@ class StreamingMachine(RuleBasedStateMachine):
     def write(self, pick: int, tasks: int) -> None:
         """The run's tasks write its batch (nothing when the batch is committed already)."""
         self.touched = True
+        self.trace.append("write")
         run = self._pick(pick, self._writable)
         assert run.sink is not None
         try:
@@ -244,6 +259,7 @@ class StreamingMachine(RuleBasedStateMachine):
     def commit(self, pick: int, stop: str | None) -> None:
         """The run's driver commits its batch, or stops at ``stop`` (resumed or killed later)."""
         self.touched = True
+        self.trace.append(f"commit(stop at {stop})" if stop else "commit")
         run = self._pick(pick, self._committable)
         assert run.sink is not None and run.results is not None
         sink, batch, results = run.sink, run.batch, run.results
@@ -261,6 +277,7 @@ class StreamingMachine(RuleBasedStateMachine):
     def resume(self, pick: int, kill: bool) -> None:
         """A stopped driver goes on (it was only slow), or dies there."""
         self.touched = True
+        self.trace.append("kill stopped" if kill else "resume")
         run = self._pick(pick, lambda r: r.stopped)
         assert run.driver is not None
         run.driver.resume(kill=kill)
@@ -271,6 +288,7 @@ class StreamingMachine(RuleBasedStateMachine):
     def abort(self, pick: int) -> None:
         """Spark aborts the run's batch (a task failed for good); the query stops."""
         self.touched = True
+        self.trace.append("abort")
         run = self._pick(pick, self._committable)
         assert run.sink is not None and run.results is not None
         run.sink.abort_batch(run.batch, run.results)
@@ -280,6 +298,7 @@ class StreamingMachine(RuleBasedStateMachine):
     @rule(pick=st.integers(0, 7))
     def kill(self, pick: int) -> None:
         """A driver dies between its calls (after its tasks wrote, or between batches)."""
+        self.trace.append("kill")
         self._pick(pick, lambda r: r.idle).alive = False
 
     # -- what a commit reported ----------------------------------------------------------------------
@@ -361,6 +380,10 @@ class StreamingMachine(RuleBasedStateMachine):
 
     # -- the end ---------------------------------------------------------------------------------------
     def teardown(self) -> None:
+        tried = type(self).tried
+        tried.sequences.add(tuple(self.trace))
+        tried.steps.update(self.trace)
+        tried.examples += 1
         for run in self.runs:
             if run.stopped and run.driver is not None:
                 run.driver.resume(kill=True)
@@ -455,7 +478,11 @@ LONG_ONLY = pytest.mark.skipif(not long_run(), reason="the emulators' stores run
     pytest.param("azure", marks=[pytest.mark.azure, LONG_ONLY]),
     pytest.param("gcs", marks=[pytest.mark.gcs, LONG_ONLY]),
 ], indirect=True)
-def test_streaming_sink_against_its_model(target: Target) -> None:
-    machine = type(f"StreamingMachine_{target.name}", (StreamingMachine,), {"target": target})
+def test_streaming_sink_against_its_model(target: Target, tried_report: Any) -> None:
+    machine = type(f"StreamingMachine_{target.name}", (StreamingMachine,),
+                   {"target": target, "tried": Tried()})
     steps = STEPS_ON.get(target.name, STEPS)
-    run_state_machine_as_test(machine, settings=budget(BUDGETS[target.name], stateful_step_count=steps))
+    try:
+        run_state_machine_as_test(machine, settings=budget(BUDGETS[target.name], stateful_step_count=steps))
+    finally:
+        tried_report(machine)
