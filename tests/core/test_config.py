@@ -58,7 +58,8 @@ def test_selection_order(tmp_path) -> None:
     per_scheme = outcommit.create_committer(
         dest, {"spark.outcommit.committer.file": "v2",
                "mapreduce.fileoutputcommitter.algorithm.version": "1"})
-    assert per_scheme.name == "v2" and per_scheme.selection == "outcommit.committer.file=v2"
+    # The reason names the key as spelled.
+    assert per_scheme.name == "v2" and per_scheme.selection == "spark.outcommit.committer.file=v2"
     explicit = outcommit.create_committer(dest, {"outcommit.committer.file": "v2"}, committer="v1")
     assert explicit.name == "v1" and "given by the caller" in explicit.selection
     with pytest.raises(ConfigError, match=r"algorithm\.version=.3.: use 1 or 2"):
@@ -119,7 +120,7 @@ def test_scheme_aliases_share_the_per_scheme_committer_key() -> None:
     config = {"spark.outcommit.committer.s3": "partitioned", "outcommit.s3.endpoint": "http://x"}
     chosen = outcommit.create_committer("s3a://bucket/table", config)
     assert chosen.name == "partitioned"
-    assert chosen.selection == "outcommit.committer.s3=partitioned (s3a:// is an alias of s3://)"
+    assert chosen.selection == "spark.outcommit.committer.s3=partitioned (s3a:// is an alias of s3://)"
     own = outcommit.create_committer("s3a://bucket/table",
                                      {**config, "outcommit.committer.s3a": "directory"})
     assert (own.name, own.selection) == ("directory", "outcommit.committer.s3a=directory")

@@ -102,7 +102,8 @@ def test_lookups_that_find_nothing_name_the_plugins_that_failed_to_load(
     assert scheme.startswith("UnknownSchemeError|no store registered for scheme 'dirstore': install "
                              "a plugin that registers it (entry-point group 'outcommit'), or fix "
                              "an installed one that failed to load (below).")
-    assert committer.startswith("UnknownCommitterError|no committer named 'nosuch'.")
+    assert committer.startswith("UnknownCommitterError|committer='nosuch' given by the caller: "
+                                "no committer named 'nosuch'.")
     for message in (scheme, committer, known):
         assert message.endswith(f"Installed plugins that failed to load (one may register it):{failure}")
     # The scheme's own distribution is the broken one: not "pip install" what is installed.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import capabilities
 from .capabilities import Capabilities
 from .committer import Committer, CommitterSpec
-from .config import Config
+from .config import Config, KeyFamily
 from .context import JobContext, TaskAttemptContext
 from .engine.dataset import write_dataset
 from .errors import (
@@ -38,6 +38,7 @@ from .hookspecs import (
     CommandRegistrar,
     CommitterRegistrar,
     ConfigAliasRegistrar,
+    ConfigFamilyRegistrar,
     ConfigKeyRegistrar,
     SelectorRegistrar,
     StoreRegistrar,
@@ -64,6 +65,7 @@ __all__ = [
     "Config",
     "ConfigAliasRegistrar",
     "ConfigError",
+    "ConfigFamilyRegistrar",
     "ConfigKeyRegistrar",
     "ContainmentError",
     "CorruptCommitDataError",
@@ -72,6 +74,7 @@ __all__ = [
     "FileInfo",
     "JobCommitError",
     "JobContext",
+    "KeyFamily",
     "NotCommittedError",
     "OptionError",
     "OutcommitError",

@@ -9,10 +9,11 @@ from .committer import CommitterSpec
 from .committers.fileoutput import FileOutputCommitterV1, FileOutputCommitterV2
 from .committers.manifest import CONFIG_KEYS as MANIFEST_KEYS
 from .committers.manifest import ManifestCommitter
-from .config import CORE_ALIASES, CORE_KEYS, Config
+from .config import CORE_ALIASES, CORE_FAMILIES, CORE_KEYS, Config
 from .hookspecs import (
     CommitterRegistrar,
     ConfigAliasRegistrar,
+    ConfigFamilyRegistrar,
     ConfigKeyRegistrar,
     StoreRegistrar,
     hookimpl,
@@ -57,3 +58,9 @@ def register_config_keys(register: ConfigKeyRegistrar) -> None:
 def register_config_aliases(register: ConfigAliasRegistrar) -> None:
     for alias, key in CORE_ALIASES.items():
         register.add(alias, key)
+
+
+@hookimpl
+def register_config_families(register: ConfigFamilyRegistrar) -> None:
+    for family in CORE_FAMILIES:
+        register.add(family)

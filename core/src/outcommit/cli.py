@@ -41,12 +41,20 @@ def print_json(data: Any, indent: int | None = 2) -> None:
 
 
 def _config(pairs: Sequence[str] | None) -> dict[str, str]:
+    """The ``--conf`` pairs. Only outcommit reads them, so every key must be one that an
+    installed component reads (``--conf endpoint=...`` named none: did you mean
+    fs.s3a.endpoint?), not only ``outcommit.`` keys and Hadoop's families as in a job."""
     config: dict[str, str] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep:
             raise OutcommitError(f"--conf {pair!r}: use KEY=VALUE")
         config[key.strip()] = value
+    if config:
+        from .factory import resolve_config
+        from .keys import check
+
+        check(resolve_config(config), every_key=True)
     return config
 
 

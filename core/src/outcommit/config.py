@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
@@ -35,6 +36,24 @@ CORE_ALIASES: dict[str, str] = {
     "mapreduce.manifest.committer.delete.target.files": "outcommit.manifest.delete-target-files",
     "mapreduce.manifest.committer.io.threads": "outcommit.committer.threads",
 }
+
+# Hadoop's own keys of those families that outcommit does not read (Hadoop 3.5's
+# FileOutputCommitter and ManifestCommitterConstants): they pass unreported, for Hadoop's
+# committers in the same session; any other key of the family is a typo (KeyFamily).
+HADOOP_FILEOUTPUTCOMMITTER_KEYS = frozenset({
+    "mapreduce.fileoutputcommitter.cleanup-failures.ignored",
+    "mapreduce.fileoutputcommitter.cleanup.skipped",
+    "mapreduce.fileoutputcommitter.failures.attempts",
+    "mapreduce.fileoutputcommitter.task.cleanup.enabled",
+})
+HADOOP_MANIFEST_KEYS = frozenset({
+    "mapreduce.manifest.committer.cleanup.parallel.delete",
+    "mapreduce.manifest.committer.cleanup.parallel.delete.base.first",
+    "mapreduce.manifest.committer.diagnostics.manifest.directory",
+    "mapreduce.manifest.committer.manifest.save.attempts",
+    "mapreduce.manifest.committer.store.operations.classname",
+    "mapreduce.manifest.committer.writer.queue.capacity",
+})
 
 # Keys core itself reads. Plugins add theirs through ``register_config_keys``.
 CORE_KEYS: dict[str, str] = {
@@ -69,15 +88,48 @@ def normalise_key(key: str) -> str:
 def resolve(raw: Mapping[str, str], aliases: Mapping[str, str]) -> dict[str, str]:
     """``raw`` under normalised names: prefixes stripped, ``aliases`` (alias -> key) mapped;
     an explicit key wins over any alias of it."""
+    return {key: raw[given] for key, given in spellings(raw, aliases).items()}
+
+
+def spellings(raw: Iterable[str], aliases: Mapping[str, str]) -> dict[str, str]:
+    """Normalised key -> the key as given that sets it (``spark.hadoop.fs.s3a.committer.name``
+    for ``outcommit.s3a.committer.name``): an explicit key wins over any alias of it."""
     explicit: dict[str, str] = {}
     aliased: dict[str, str] = {}
-    for key, value in raw.items():
+    for key in raw:
         norm = normalise_key(key)
         if norm in aliases:
-            aliased[aliases[norm]] = value
+            aliased[aliases[norm]] = key
         else:
-            explicit[norm] = value
+            explicit[norm] = key
     return {**aliased, **explicit}
+
+
+@dataclass(frozen=True)
+class KeyFamily:
+    """A family of Hadoop's configuration keys that outcommit reads some of (hook
+    ``register_config_families``): ``fs.s3a.committer.``, ``mapreduce.manifest.committer.``.
+
+    Hadoop reads its keys from one shared configuration and ignores any other, so a
+    misspelled ``fs.s3a.committer.nmae`` silently chose the default committer. A key of a
+    family that is neither an alias of an ``outcommit.`` key nor one of ``hadoop_keys``
+    (Hadoop's own keys of the family that outcommit does not read: they are for Hadoop's
+    committers and connectors in the same session, and pass) is reported
+    (``outcommit.keys.check``): in a ``closed`` family, every such key; in an open one
+    (Hadoop's connectors read keys that no list here holds, such as ``fs.s3a.*``), only a
+    near miss of a listed key, which is a typo rather than a setting of a newer Hadoop.
+    """
+
+    prefix: str                      # ends with '.': 'fs.s3a.committer.'
+    hadoop_keys: frozenset[str] = frozenset()
+    closed: bool = True
+    #: Subtrees of Hadoop's whose keys all pass (``fs.s3a.bucket.``: per-bucket settings).
+    hadoop_prefixes: tuple[str, ...] = ()
+    label: str = ""                  # who reads the family: "Hadoop's S3A committers"
+    plugin: str = ""
+
+    def holds(self, key: str) -> bool:
+        return key.startswith(self.prefix)
 
 
 class Config(Mapping[str, str]):
@@ -125,6 +177,12 @@ class Config(Mapping[str, str]):
 
     def __repr__(self) -> str:
         return f"Config({redact(self._values)!r})"
+
+    def spelled(self, key: str) -> str:
+        """How the user spelled normalised ``key``: the key as given that set it, with its
+        ``spark.``/``spark.hadoop.`` prefix or as the Hadoop alias it was (``key`` itself
+        when nothing set it). Errors and reports name keys as their users wrote them."""
+        return spellings(self._raw, self._aliases).get(key, key)
 
     def raw(self, key: str) -> str | None:
         """A key exactly as given (e.g. ``spark.sql.sources.writeJobUUID``)."""
@@ -203,3 +261,11 @@ def _to_str(value: Any) -> str:
         return "true" if value else "false"
     return str(value)
 
+
+#: The Hadoop families core reads some keys of (registered by the built-in plugin).
+CORE_FAMILIES = (
+    KeyFamily("mapreduce.fileoutputcommitter.", HADOOP_FILEOUTPUTCOMMITTER_KEYS,
+              label="Hadoop's FileOutputCommitter"),
+    KeyFamily("mapreduce.manifest.committer.", HADOOP_MANIFEST_KEYS,
+              label="Hadoop's manifest committer"),
+)

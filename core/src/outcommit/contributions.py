@@ -4,8 +4,8 @@ The rules (docs/plugins.md), which make the outcome the same in every process:
 
 * plugins are taken in a fixed order: the built-ins, then installed plugins by
   distribution name and entry point name, then plugins added by hand;
-* a plugin whose registration conflicts with an earlier plugin's -- a scheme, committer
-  or command registered already, an alias made an alias of another key, a scheme or
+* a plugin whose registration conflicts with an earlier plugin's -- a scheme, committer,
+  command or key family registered already, an alias made an alias of another key, a scheme or
   committer that an earlier plugin replaces already -- is skipped as a whole, with an
   error naming both plugins, as a plugin that fails to import is: the others all load;
 * ``replace=True`` wins over every plain registration of the name, whichever plugin
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .commands import Command
     from .committer import CommitterSpec
+    from .config import KeyFamily
     from .selection import CommitterSelector
     from .store import StoreSpec
 
@@ -39,6 +40,7 @@ class Contribution:
     aliases: list[tuple[str, str]] = field(default_factory=list)
     selectors: list[CommitterSelector] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
+    families: list[KeyFamily] = field(default_factory=list)
     #: A hook of the plugin raised: it is skipped with this error.
     error: str | None = None
 
@@ -46,7 +48,8 @@ class Contribution:
         self.label = self.label or f'"{self.name}"'
 
     def names(self) -> Iterator[tuple[str, str, bool]]:
-        """(kind, name, replace) of each name it claims: schemes, committers, commands."""
+        """(kind, name, replace) of each name it claims: schemes, committers, commands, key
+        families."""
         for store, replace in self.stores:
             for scheme in store.schemes:
                 yield "scheme", scheme, replace
@@ -54,6 +57,8 @@ class Contribution:
             yield "committer", committer.name, replace
         for command in self.commands:
             yield "command", command.name, False
+        for family in self.families:
+            yield "key family", family.prefix, False
 
 
 @dataclass
@@ -68,6 +73,7 @@ class Merged:
     aliases: dict[str, str] = field(default_factory=dict)
     selectors: list[CommitterSelector] = field(default_factory=list)
     commands: dict[str, Command] = field(default_factory=dict)
+    families: dict[str, KeyFamily] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
 
 
@@ -91,7 +97,7 @@ class _Claims:
                 return (f"plugin {plugin.label} replaces {kind} \"{name}\", which plugin "
                         f"{other.label} replaces already: only one plugin may replace it")
             if other is not None:
-                fix = "; pass replace=True to replace it" if kind != "command" else ""
+                fix = "; pass replace=True to replace it" if kind in ("scheme", "committer") else ""
                 return (f"plugin {plugin.label} registers {kind} \"{name}\", already "
                         f"registered by plugin {other.label}{fix}")
         for alias, key in plugin.aliases:
@@ -146,6 +152,7 @@ def _add_the_rest(merged: Merged, plugin: Contribution) -> None:
     merged.aliases.update(plugin.aliases)
     merged.selectors.extend(plugin.selectors)
     merged.commands.update((command.name, command) for command in plugin.commands)
+    merged.families.update((family.prefix, family) for family in plugin.families)
 
 
 def by_distribution(entries: Iterable[tuple[str | None, str]]) -> list[tuple[str | None, str]]:

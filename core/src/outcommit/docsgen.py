@@ -8,11 +8,12 @@ which nothing below may import.
 
 from __future__ import annotations
 
-from .keys import markdown_table
+from .keys import families_markdown, markdown_table
 from .spark.options import options_markdown, read_options_markdown, stream_options_markdown
 
 #: Generated sections of the docs: (file under docs/, marker name, generator).
 GENERATED = (("configuration.md", "config-keys", markdown_table),
+             ("configuration.md", "config-families", families_markdown),
              ("pyspark.md", "write-options", options_markdown),
              ("pyspark.md", "read-options", read_options_markdown),
              ("streaming.md", "stream-options", stream_options_markdown))

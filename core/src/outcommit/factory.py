@@ -14,7 +14,7 @@ from . import keys
 from .capabilities import STORE_CAPABILITIES
 from .committer import Committer
 from .config import Config, redact
-from .errors import ConfigError, UnsafeCommitterError
+from .errors import ConfigError, UnknownCommitterError, UnsafeCommitterError
 from .plugins import KNOWN_DISTRIBUTIONS, Registry, get_registry
 from .selection import ALGORITHM_KEY, algorithm
 from .selection import CommitterSelector as CommitterSelector  # its home before selection.py
@@ -168,10 +168,11 @@ def select_committer(scheme: str, config: Config, explicit: str | None,
     if explicit:
         return explicit, f"committer={explicit!r} given by the caller"
     for name in (scheme, *(a for a in aliases if a != scheme)):
-        per_scheme = config.get_str(f"outcommit.committer.{name}")
+        key = f"outcommit.committer.{name}"
+        per_scheme = config.get_str(key)
         if per_scheme:
             alias = "" if name == scheme else f" ({scheme}:// is an alias of {name}://)"
-            return per_scheme, f"outcommit.committer.{name}={per_scheme}{alias}"
+            return per_scheme, f"{config.spelled(key)}={per_scheme}{alias}"
     for selector in get_registry().committer_selectors():
         chosen = selector.choose(config) if scheme in selector.schemes else None
         if chosen is not None:
@@ -179,10 +180,10 @@ def select_committer(scheme: str, config: Config, explicit: str | None,
     version = config.get_str(ALGORITHM_KEY)
     if version and default in ("v1", "v2"):
         name = algorithm(version)
-        return name, f"mapreduce.fileoutputcommitter.algorithm.version={version}"
+        return name, f"{config.spelled(ALGORITHM_KEY)}={version}"
     general = config.get_str("outcommit.committer")
     if general:
-        return general, f"outcommit.committer={general}"
+        return general, f"{config.spelled('outcommit.committer')}={general}"
     return default, f"default committer for {scheme}://"
 
 
@@ -213,7 +214,10 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     # The store's own default: it may depend on what the store measured (Azure: Blob or HNS).
     name, why = select_committer(scheme, cfg, committer, the_store.default_committer,
                                  store_spec.schemes)
-    spec = registry.committer_spec(name)
+    try:
+        spec = registry.committer_spec(name)
+    except UnknownCommitterError as exc:  # say where the name came from: a key, an option
+        raise UnknownCommitterError(f"{why}: {exc}") from None
     missing = the_store.capabilities.missing(spec.requires)
     if missing:
         unsafe_ok = allow_unsafe if allow_unsafe is not None else cfg.get_bool(ALLOW_UNSAFE_KEY, False)

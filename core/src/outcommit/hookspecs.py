@@ -24,6 +24,7 @@ import pluggy
 
 from .commands import Command
 from .committer import CommitterSpec
+from .config import KeyFamily
 from .errors import PluginError
 from .selection import CommitterSelector
 from .store import StoreSpec
@@ -114,6 +115,23 @@ class ConfigAliasRegistrar(Registrar):
         self._take(alias, key)
 
 
+class ConfigFamilyRegistrar(Registrar):
+    """``register_config_families``: ``register.add(KeyFamily(...))``."""
+
+    hook = "register_config_families"
+
+    def __init__(self, plugin: str, take: Callable[[KeyFamily], None]) -> None:
+        super().__init__(plugin)
+        self._take = take
+
+    def add(self, family: KeyFamily) -> None:
+        self._check(family, KeyFamily, "a key family")
+        if not family.prefix.endswith("."):
+            raise PluginError(f'plugin "{self.plugin}", hook {self.hook}: the prefix of a key family '
+                              f"ends with '.' ({family.prefix!r})")
+        self._take(family)
+
+
 class SelectorRegistrar(Registrar):
     """``register_committer_selectors``: ``register.add(CommitterSelector(...))``."""
 
@@ -197,6 +215,19 @@ def register_config_aliases(register: ConfigAliasRegistrar) -> None:
     ``outcommit.committer.threads``); an ``outcommit.`` key given explicitly wins over
     any alias of it. An alias an earlier plugin made an alias of another key is a
     conflict: this plugin is skipped, with an error naming both.
+    """
+
+
+@hookspec
+def register_config_families(register: ConfigFamilyRegistrar) -> None:
+    """Declare the families of Hadoop's keys a plugin reads some of:
+    ``register.add(KeyFamily(prefix, hadoop_keys, closed=...))``
+    (``outcommit.config.KeyFamily``; the S3 plugin: ``fs.s3a.committer.`` and ``fs.s3a.``).
+
+    Core then checks every key of the family for typos, without naming the plugin: a key
+    that is neither an alias the plugins registered nor one of Hadoop's own keys of the
+    family is reported with a "did you mean" (every such key in a closed family, a near
+    miss only in an open one). A prefix an earlier plugin declared is a conflict.
     """
 
 

@@ -7,14 +7,17 @@ per-scheme committer keys), so the checks and the table in ``docs/configuration.
 
 from __future__ import annotations
 
-import difflib
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .config import Config
+from . import spelling
+from .config import PREFIX, Config, KeyFamily
 from .errors import ConfigError
-from .plugins import get_registry
+from .plugins import Registry, get_registry
 from .redaction import is_secret_key
+
+log = logging.getLogger(__name__)
 
 STRICT_KEY = "outcommit.config.strict"
 
@@ -43,51 +46,135 @@ def catalogue() -> list[KeyInfo]:
     return sorted(infos, key=lambda i: (i.plugin != "outcommit", i.plugin, i.key))
 
 
-def did_you_mean(name: str, candidates: Iterable[str], limit: int = 3, cutoff: float = 0.85) -> list[str]:
-    """The closest spellings of ``name`` among ``candidates`` (case-insensitive)."""
-    by_lower = {c.lower(): c for c in candidates}
-    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=limit,
-                                                             cutoff=cutoff)]
+did_you_mean = spelling.did_you_mean  # its home before outcommit.spelling
 
 
-def unknown_key_message(unknown: Sequence[str], known: Iterable[str]) -> str:
-    """One line per unknown key: what was meant, then where the valid names are listed."""
-    known = sorted(set(known))
-    lines = []
-    for key in unknown:
-        guesses = did_you_mean(key, known)
-        hint = f": did you mean {' or '.join(guesses)}?" if guesses else ""
+class _Known:
+    """What the installed components read, for :func:`check`: ``outcommit.`` keys, the
+    Hadoop names that are aliases of them, and the Hadoop key families plugins declared."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.keys = registry.config_keys()
+        self.prefixes = tuple(k for k in self.keys if k.endswith("."))
+        self.schemes = list(registry.stores())
+        self.scheme_keys = [f"outcommit.committer.{s}" for s in self.schemes]
+        self.aliases = registry.config_aliases()
+        self.families = sorted(registry.config_families().values(), key=lambda f: -len(f.prefix))
+        #: Every name some component reads (keys, their aliases), prefixes left out.
+        self.read = {n for n in (*self.keys, *self.aliases, *self.scheme_keys) if not n.endswith(".")}
+        self.hadoop = {k for f in self.families for k in f.hadoop_keys}
+
+    def family(self, key: str) -> KeyFamily | None:
+        """The most specific declared family ``key`` belongs to (``fs.s3a.committer.`` before ``fs.s3a.``)."""
+        return next((f for f in self.families if f.holds(key)), None)
+
+
+def _as_spelled(config: Config, key: str, names: Iterable[str]) -> list[str]:
+    """``names`` with the prefix the user put before ``key`` (``spark.hadoop.``), so that the
+    fix reads as the line it corrects."""
+    spelled = config.spelled(key)
+    prefix = spelled[:-len(key)] if spelled.endswith(key) else ""
+    return [prefix + name for name in names]
+
+
+def _unknown_outcommit_keys(config: Config, known: _Known) -> list[tuple[str, str]]:
+    """(key as spelled, hint) of each ``outcommit.`` key nothing registered."""
+    found = []
+    candidates = sorted({*known.keys, *known.scheme_keys})
+    for key in config.unknown_keys(known.keys, known.prefixes, known.schemes):
+        guesses = did_you_mean(key, candidates)
+        hint = f": did you mean {' or '.join(_as_spelled(config, key, guesses))}?" if guesses else ""
         # The keys of the same component (outcommit.s3.*, outcommit.manifest.*): short enough.
         section = key.rsplit(".", 1)[0] + "."
-        siblings = [k for k in known if k.startswith(section) and not k.endswith(".")]
+        siblings = [k for k in candidates if k.startswith(section) and not k.endswith(".")]
         if siblings and not guesses:
             hint += f" (valid keys under {section}*: {', '.join(siblings)})"
-        lines.append(f"unknown configuration key {key!r}{hint}")
+        found.append((config.spelled(key), hint))
+    return found
+
+
+def _unknown_family_keys(config: Config, known: _Known) -> list[tuple[str, str]]:
+    """(key as spelled, hint) of each key of a declared Hadoop family that neither outcommit
+    nor Hadoop reads: every one in a closed family, a near miss of a listed key in an open one."""
+    found = []
+    for key in config:
+        family = None if key.startswith(PREFIX) or key in known.read else known.family(key)
+        if family is None or key in family.hadoop_keys or key.startswith(family.hadoop_prefixes):
+            continue
+        listed = sorted(n for n in known.read | known.hadoop if n.startswith(family.prefix))
+        guesses = did_you_mean(key, listed)
+        who = family.label or f"Hadoop's {family.prefix}* keys"
+        if guesses:
+            hint = (f": did you mean {' or '.join(_as_spelled(config, key, guesses))}? (not a key "
+                    f"of {who}: Hadoop ignores it too)")
+        elif family.closed:
+            ours = sorted(n for n in known.read if n.startswith(family.prefix))
+            hint = f" (not a key of {who}; outcommit reads {', '.join(ours)})"
+        else:  # an open family: a key of Hadoop's that no list here holds
+            log.debug("%s: not a key outcommit reads (one of %s, perhaps)", config.spelled(key), who)
+            continue
+        found.append((config.spelled(key), hint))
+    return found
+
+
+def _unknown_other_keys(config: Config, known: _Known, every_key: bool) -> list[tuple[str, str]]:
+    """(key as spelled, hint) of keys outside ``outcommit.`` and the declared families: one
+    whose name ends a key outcommit reads (``endpoint``: ``fs.s3a.endpoint``) was meant as it;
+    with ``every_key`` (the CLI's ``--conf``, which only outcommit reads), any other too."""
+    found = []
+    for key in config:
+        if (key.startswith((PREFIX, "spark.")) or key in known.read or key in known.keys
+                or known.family(key) is not None):
+            continue
+        # The shortest names first: 'endpoint' meant fs.s3a.endpoint, not ...sts.endpoint.
+        meant = sorted((n for n in known.read if n.endswith("." + key)),
+                       key=lambda n: (n.count("."), n))[:3]
+        if meant:
+            found.append((config.spelled(key), f": did you mean {_either(meant)}?"))
+        elif every_key:
+            guesses = did_you_mean(key, known.read)
+            found.append((config.spelled(key), f": did you mean {_either(guesses)}?" if guesses
+                          else " (outcommit's keys start with outcommit.; Hadoop's names it reads "
+                               "are listed beside them)"))
+    return found
+
+
+def _either(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def unknown_key_message(unknown: Sequence[tuple[str, str]]) -> str:
+    """One line: each unknown key as spelled with what was meant, then where the valid
+    names are listed."""
+    lines = [f"unknown configuration key {key!r}{hint}" for key, hint in unknown]
     return ("; ".join(lines) + " -- no installed outcommit component reads it: check the "
             "spelling, install the plugin, list every key with 'outcommit config', or set "
             f"{STRICT_KEY}=false to only warn")
 
 
-def check(config: Config) -> list[str]:
-    """``outcommit.`` keys no installed component reads: an error, or a warning when
-    ``outcommit.config.strict=false``. Returns them."""
-    registry = get_registry()
-    known = registry.config_keys()
-    prefixes = [k for k in known if k.endswith(".")]
+def check(config: Config, every_key: bool = False) -> list[str]:
+    """Keys no installed component reads: an error naming each as its user spelled it and
+    the key meant, or a warning when ``outcommit.config.strict=false``. Returns them.
+
+    Checked: ``outcommit.`` keys; keys of the Hadoop families plugins declared
+    (:class:`~outcommit.config.KeyFamily`: ``fs.s3a.committer.nmae``); keys outside both
+    whose name ends a key outcommit reads (``endpoint``). ``every_key``: every other key
+    too (the CLI's ``--conf``: nothing but outcommit reads it).
+    """
+    known = _Known(get_registry())
     strict = config.get_bool(STRICT_KEY, True)  # 'flase' fails here, not at job setup
-    unknown = config.unknown_keys(known, prefixes, registry.stores())
+    unknown = [*_unknown_outcommit_keys(config, known), *_unknown_family_keys(config, known),
+               *_unknown_other_keys(config, known, every_key)]
     if not unknown:
         return []
-    scheme_keys = [f"outcommit.committer.{s}" for s in registry.stores()]
-    message = unknown_key_message(unknown, [*known, *scheme_keys])
+    message = unknown_key_message(unknown)
     if strict:
         raise ConfigError(message)
-    import logging
     import warnings
 
     warnings.warn(message, stacklevel=4)
     logging.getLogger("outcommit.config").warning("%s", message)
-    return unknown
+    return [key for key, _ in unknown]
 
 
 def markdown_table() -> str:
@@ -100,4 +187,18 @@ def markdown_table() -> str:
         other = ", ".join(f"`{a}`" for a in info.aliases)
         description = info.description.replace("|", "\\|")
         rows.append(f"| {name} | {other} | {info.plugin} | {description} |")
+    return "\n".join(rows) + "\n"
+
+
+def families_markdown() -> str:
+    """The table of Hadoop's key families outcommit checks, as ``docs/configuration.md`` shows it."""
+    known = _Known(get_registry())
+    rows = ["| family | read by outcommit | any other key | from |", "| --- | --- | --- | --- |"]
+    for family in sorted(known.families, key=lambda f: f.prefix):
+        ours = sorted(n for n in known.read if known.family(n) is family)  # not a nested family's
+        other = ("an error: every key of Hadoop's is listed" if family.closed else
+                 "an error if it is a near miss of a listed key; else it passes (Hadoop's "
+                 "connector reads more keys than the list holds)")
+        rows.append(f"| `{family.prefix}*` ({family.label}) | {', '.join(f'`{n}`' for n in ours)} | {other}; "
+                    f"Hadoop's own {len(family.hadoop_keys)} keys pass | {family.plugin} |")
     return "\n".join(rows) + "\n"

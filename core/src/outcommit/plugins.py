@@ -20,11 +20,13 @@ import pluggy
 from . import hookspecs
 from .commands import Command
 from .committer import CommitterSpec
+from .config import KeyFamily
 from .contributions import Contribution, Merged, by_distribution, merge
 from .errors import PluginError, UnknownCommitterError, UnknownSchemeError
 from .install import install_command
 from .redaction import declare_secret_keys
 from .selection import CommitterSelector
+from .spelling import guess
 from .store import StoreSpec
 
 log = logging.getLogger(__name__)
@@ -218,8 +220,9 @@ class Registry:
         try:
             return self._merged.committers[name]
         except KeyError:
+            meant = guess(name, self._merged.committers) or "."
             raise UnknownCommitterError(
-                f"no committer named '{name}'. Registered committers: "
+                f"no committer named '{name}'{meant} Registered committers: "
                 f"{', '.join(sorted(self._merged.committers)) or 'none'}{self._failures_text()}") from None
 
     def _failures_text(self) -> str:
@@ -264,6 +267,11 @@ class Registry:
         self.load()
         return dict(self._merged.aliases)
 
+    def config_families(self) -> dict[str, KeyFamily]:
+        """The families of Hadoop's keys plugins declared (``outcommit.config.KeyFamily``), by prefix."""
+        self.load()
+        return dict(self._merged.families)
+
     def committer_selectors(self) -> list[CommitterSelector]:
         self.load()
         return list(self._merged.selectors)
@@ -278,7 +286,7 @@ class Registry:
         return sorted(self._info.values(), key=lambda i: (i.name != "outcommit", i.name))
 
 
-_Spec = TypeVar("_Spec", StoreSpec, CommitterSpec, CommitterSelector, Command)
+_Spec = TypeVar("_Spec", StoreSpec, CommitterSpec, CommitterSelector, Command, KeyFamily)
 
 
 def registrars(found: Contribution) -> dict[str, hookspecs.Registrar]:
@@ -307,6 +315,8 @@ def registrars(found: Contribution) -> dict[str, hookspecs.Registrar]:
             name, lambda selector: found.selectors.append(owned(selector))),
         "register_commands": hookspecs.CommandRegistrar(
             name, lambda command: found.commands.append(owned(command))),
+        "register_config_families": hookspecs.ConfigFamilyRegistrar(
+            name, lambda family: found.families.append(owned(family))),
     }
 
 

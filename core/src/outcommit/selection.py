@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .config import Config
 from .errors import ConfigError
+from .spelling import guess
 
 ALGORITHM_KEY = "outcommit.fileoutputcommitter.algorithm.version"
 
@@ -37,10 +38,14 @@ class CommitterSelector:
         value = config.get_str(self.key)
         if not value:
             return None
-        label = self.label or self.key
+        # As the user spelled it (spark.hadoop.fs.s3a.committer.name), else the label.
+        spelled = config.spelled(self.key)
+        label = spelled if spelled != self.key else self.label or self.key
         chosen = value.strip().lower()
         if chosen not in self.choices:
-            raise ConfigError(f"{label}={chosen!r}: use {', '.join(self.choices)}")
+            hint = guess(chosen, self.choices)
+            raise ConfigError(f"{label}={chosen!r}{hint + ' Use' if hint else ': use'} "
+                              f"{', '.join(self.choices)}")
         name = self.choices[chosen]
         if name is None:
             name = algorithm(config.get_str(ALGORITHM_KEY))

@@ -8,6 +8,7 @@ from outcommit import (
     CommitterSpec,
     Config,
     ConfigAliasRegistrar,
+    ConfigFamilyRegistrar,
     ConfigKeyRegistrar,
     SelectorRegistrar,
     StoreRegistrar,
@@ -15,7 +16,7 @@ from outcommit import (
     hookimpl,
 )
 
-from . import settings
+from . import hadoop, settings
 from .store import S3_CAPABILITIES
 
 
@@ -50,6 +51,12 @@ def register_config_keys(register: ConfigKeyRegistrar) -> None:
 def register_config_aliases(register: ConfigAliasRegistrar) -> None:
     for key, alias in settings.HADOOP_ALIASES.items():
         register.add(alias, key)
+
+
+@hookimpl
+def register_config_families(register: ConfigFamilyRegistrar) -> None:
+    for family in hadoop.FAMILIES:
+        register.add(family)
 
 
 @hookimpl

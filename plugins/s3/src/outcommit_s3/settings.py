@@ -80,6 +80,7 @@ HADOOP_ALIASES = {
     "outcommit.committer.threads": "fs.s3a.committer.threads",
     "outcommit.committer.conflict-mode": "fs.s3a.committer.staging.conflict-mode",
     "outcommit.committer.unique-filenames": "fs.s3a.committer.staging.unique-filenames",
+    "outcommit.summary-report-dir": "fs.s3a.committer.summary.report.directory",
 }
 SSL_ENABLED_HADOOP = "fs.s3a.connection.ssl.enabled"
 #: Credentials: never logged, shown or written (declared to core's redaction).
