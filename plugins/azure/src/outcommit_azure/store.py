@@ -55,6 +55,7 @@ from outcommit.multipart import DEFAULT_PART_SIZE
 from outcommit.store import FileInfo, RenameOutcome, Store, connect_once
 
 from .blocklist import MAX_BLOCK_SIZE, AzureBlockLists
+from .containers import check_container_name
 from .errors import translate, translated
 
 BLOB_CAPABILITIES = Capabilities.of(
@@ -101,6 +102,10 @@ class AzureStore(Store):
 
     def __init__(self, url: str, config: Any = None, fs: Any = None) -> None:
         super().__init__(url, config, fs)
+        # Before any request: Azure answers for 'Bad_Container' as for one that is not there.
+        container = unquote(urlsplit(url).netloc).split("@", 1)[0]
+        if container:  # none: a store of the account
+            check_container_name(container, url)
         self._hns: bool | None = None
         self._service: Any = None
         self._probed = False

@@ -56,6 +56,7 @@ from outcommit.capabilities import Capabilities
 from outcommit.errors import ConfigError
 from outcommit.store import FileInfo, RenameOutcome, Store
 
+from .buckets import check_bucket_name, check_endpoint
 from .tracing import PROBE_MARKER, trace_config
 
 GCS_CAPABILITIES = Capabilities.of(
@@ -102,6 +103,13 @@ class GcsStore(Store):
 
     def __init__(self, url: str, config: Any = None, fs: Any = None) -> None:
         super().__init__(url, config, fs)
+        # Before any request: GCS answers for 'Bad_Bucket' as for a bucket that is not there.
+        bucket = self.strip(url).partition("/")[0]
+        if bucket:  # none: a store of the account (an emulator's launcher creates buckets)
+            check_bucket_name(bucket, url)
+        endpoint = self.config.get_str(ENDPOINT_KEY)
+        if endpoint:
+            check_endpoint(self.config.spelled(ENDPOINT_KEY), endpoint)
         self._support: RenameSupport | None = None
         self._probe_lock = threading.Lock()
 

@@ -135,7 +135,8 @@ KEYS: dict[str, str] = {
                           "background at once (default 4: the memory bound); uploads starting "
                           "and small files run up to 4x as many requests at once",
 }
-KEYS[SSL_ENABLED_HADOOP] = "Hadoop: false makes a scheme-less fs.s3a.endpoint http://"
+KEYS[SSL_ENABLED_HADOOP] = ("Hadoop: a scheme-less fs.s3a.endpoint is https:// (true) or http:// "
+                             "(false); unset, such an endpoint is refused: write its scheme")
 
 MIN_PART_SIZE = 5 * 1024 * 1024
 
@@ -225,6 +226,12 @@ class S3Settings:
 
         endpoint = setting(config, ENDPOINT)
         if endpoint and "://" not in endpoint:
+            if config.get_str(SSL_ENABLED_HADOOP) is None:
+                # Hadoop would use https: against a plain-HTTP server (MinIO, moto on a laptop)
+                # every request then failed its TLS handshake, retried, for 9-12 s.
+                raise ConfigError(f"{config.spelled(ENDPOINT)}={endpoint!r} has no scheme: add http:// "
+                                  f"or https:// (http://{endpoint} for a plain-HTTP server such as MinIO "
+                                  f"or moto), or set {SSL_ENABLED_HADOOP} as Hadoop's S3A would read it")
             ssl = config.get_bool(SSL_ENABLED_HADOOP, True)
             endpoint = f"{'https' if ssl else 'http'}://{endpoint}"
         path_style = setting(config, PATH_STYLE)

@@ -27,6 +27,7 @@ from outcommit.errors import ConfigError
 from outcommit.retry import RetryPolicy
 from outcommit.store import FileInfo, Store
 
+from .buckets import check_bucket_name
 from .client import make_client
 from .multipart import S3MultipartUploads, error_code
 from .settings import S3Settings
@@ -62,6 +63,10 @@ class S3Store(Store):
     def __init__(self, url: str, config: Config | None = None,
                  fs: fsspec.AbstractFileSystem | None = None) -> None:
         super().__init__(url, config, fs)
+        # Before any request: S3 answers for 'Bad_Bucket' as for a bucket that is not there.
+        bucket = self.strip(url).lstrip("/").partition("/")[0]
+        if bucket:  # none: a store of the account
+            check_bucket_name(bucket, url)
         self.settings = S3Settings.from_config(self.config)
         self._client: Any = None
         self._client_lock = threading.Lock()

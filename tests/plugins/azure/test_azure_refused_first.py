@@ -1,0 +1,33 @@
+"""An Azure container name Azure would never serve is refused before any request, in one
+line with the fix (issue 29, item 5): it was answered as a container that does not exist."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import outcommit
+from outcommit import ConfigError
+
+pytestmark = pytest.mark.azure
+
+
+@pytest.mark.parametrize(("container", "problem"), [
+    ("Bad_Container", "uppercase letters and '_' are not allowed"),
+    ("ab", "it has 2 characters"),
+    ("two--dashes", "it must begin and end with a letter or digit, and have no '--'"),
+    ("data.v1", "'.' is not allowed"),
+])
+def test_a_container_name_azure_would_never_serve_is_refused(azure_config: dict[str, Any], container: str,
+                                                             problem: str) -> None:
+    name = re.escape(container)
+    with pytest.raises(ConfigError, match=rf"abfs://{name}/out: '{name}' is not a valid Azure container "
+                                          rf"name: {re.escape(problem)} \(Azure container names are"):
+        outcommit.create_committer(f"abfs://{container}/out", azure_config)
+
+
+def test_valid_and_special_containers_pass(azure_config: dict[str, Any]) -> None:
+    for url in ("abfs://data-1/out", "az://$web/site", "abfss://data@account.dfs.core.windows.net/out"):
+        outcommit.open_store(url, azure_config)
