@@ -95,3 +95,30 @@ def test_a_destination_on_a_file_is_refused_naming_the_file(committer_name, belo
         committer.setup_job(JobContext(url))
     assert [p.name for p in tmp_path.iterdir()] == ["events"]
     assert (tmp_path / "events").read_text() == "a file, not a table"
+
+
+def test_a_home_directory_path_is_expanded_as_a_shell_would(tmp_path, monkeypatch):
+    """``~/out`` created a directory named ``~`` in the current one (issue 29, item 5). The
+    Python tools users pass the same path to expand it (fsspec, pyarrow's from_uri, pandas),
+    as a shell does: so does outcommit, and a job writes to $HOME/out."""
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    assert normalise_url("~/out") == f"file://{home}/out"
+    assert normalise_url("~") == f"file://{home}"
+    replace_job("~/out")
+    assert list(cwd.iterdir()) == []  # no directory named '~'
+    assert committed_files("~/out") == [f"file://{home}/out/part-0.csv"]
+
+
+def test_a_home_directory_that_cannot_be_expanded_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"'~no-such-user-x/out': no home directory for "
+                                          r"'~no-such-user-x'.*write the full path"):
+        replace_job("~no-such-user-x/out")
+    with pytest.raises(ConfigError, match=r"'file://~/out': a file URL names no host \('~' here\): "
+                                          r"write the path ~/out itself, or file:///"):
+        replace_job("file://~/out")
+    assert list(tmp_path.iterdir()) == []

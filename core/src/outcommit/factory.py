@@ -41,7 +41,8 @@ _SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]+):")
 
 
 def normalise_url(destination: str, schemes: Iterable[str] = ()) -> str:
-    """A URL with a scheme: plain paths become absolute ``file://`` URLs.
+    """A URL with a scheme: plain paths become absolute ``file://`` URLs (``~/out`` is the
+    home directory's ``out``, as in a shell).
 
     Refused (:class:`ConfigError`), because each would quietly name another place than
     the one meant: an empty destination (an unset variable: the current directory), a
@@ -72,7 +73,21 @@ def normalise_url(destination: str, schemes: Iterable[str] = ()) -> str:
                               f"'//': write {scheme}://authority/path (s3://bucket/table, "
                               f"hdfs://namenode:8020/path, hdfs:///path)")
         # Any other 'name:...' is a relative path whose first name has a colon (a timestamp).
-    return "file://" + os.path.abspath(destination)
+    return "file://" + os.path.abspath(_home_expanded(destination))
+
+
+def _home_expanded(path: str) -> str:
+    """``~/out`` as a shell, fsspec, pyarrow and pandas read it: the home directory's ``out``
+    (left as it was, Spark's Hadoop Path made a directory named ``~`` in the current one).
+    ``~user`` that names no user is refused rather than taken as a directory name."""
+    if not path.startswith("~"):
+        return path
+    expanded = os.path.expanduser(path)
+    if expanded.startswith("~"):
+        first = path.split("/", 1)[0]
+        raise ConfigError(f"destination {path!r}: no home directory for {first!r} here: write the "
+                          "full path (a directory named '~...' needs ./ before it)")
+    return expanded
 
 
 def scheme_of(url: str) -> str:

@@ -36,6 +36,9 @@ def canonical_file_url(url: str) -> str:
         raise ConfigError(f"{url!r} names no path: write file:///abs/path")
     if host.lower() == "localhost":
         return "file:///" + path
+    if host.startswith("~"):  # a home directory, as in a shell: not a host
+        raise ConfigError(f"{url!r}: a file URL names no host ({host!r} here): write the path "
+                          f"{rest} itself, or file://{os.path.expanduser(rest)}")
     if host:
         raise ConfigError(f"{url!r}: a file URL names no host ({host!r} here): write "
                           f"file:///{rest} for an absolute path")
