@@ -54,7 +54,7 @@ CORE_LAYERS: dict[str, int] = {
     "outcommit.paths": LEAVES, "outcommit.context": LEAVES, "outcommit.config": LEAVES,
     "outcommit.retry": LEAVES, "outcommit.progress": LEAVES, "outcommit.iostats": LEAVES,
     "outcommit.parallel": LEAVES, "outcommit.install": LEAVES, "outcommit.version": LEAVES,
-    "outcommit.spelling": LEAVES,
+    "outcommit.spelling": LEAVES, "outcommit.extras": LEAVES,
     # protocol and formats: what committers, stores and plugins are, and what they persist
     "outcommit.committer": PROTOCOL, "outcommit.store": PROTOCOL, "outcommit.multipart": PROTOCOL,
     "outcommit.success": PROTOCOL, "outcommit.selection": PROTOCOL, "outcommit.commands": PROTOCOL,

@@ -152,6 +152,14 @@ class UnsupportedWriteError(OutcommitError, ValueError):
     """A write the committer's filesystem cannot accept (append, copy, reserved or '..' paths)."""
 
 
+class MissingDependencyError(OutcommitError, ImportError):
+    """An optional requirement is not installed: the message names the extra that brings it."""
+
+    def __init__(self, message: str, module: str | None = None) -> None:
+        super().__init__(message)
+        self.name = module  # ImportError's: the module that is missing
+
+
 class SparkVersionError(OutcommitError):
     """PySpark is missing or too old for Python data sources."""
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import CorruptFileError, NotCommittedError
+from .extras import require
 from .factory import open_store
 from .paths import hidden_from_readers
 from .store import Store
@@ -103,6 +104,7 @@ def dataset(url: str, config: Mapping[str, Any] | None = None, *, format: str = 
     """A ``pyarrow.dataset.Dataset`` of exactly :func:`committed_files`, with Hive-style
     partition columns (``partitioning=None`` for none) read from the directory names.
     A streaming destination: ``outcommit.streaming.dataset`` (module docs)."""
+    require("pyarrow", "engine", "outcommit.read.dataset")
     import pyarrow.dataset as ds
 
     store = open_store(url, config)

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import capabilities as caps
 from ..errors import ConfigError, DestinationExistsError
+from ..extras import require
 from .inputs import batch_stream
 from .local import JobResult, LocalDriver
 
@@ -46,6 +47,7 @@ def write_dataset(data: Any, url: str, *, format: Any = "parquet",
     ``error``. ``config``/``storage_options``: outcommit configuration (``outcommit config``
     lists the keys). ``committer``: a committer name instead of the store's default.
     """
+    require("pyarrow", "engine", "outcommit.write_dataset")
     unknown = sorted(set(pyarrow_options) - IGNORED)
     if unknown:
         raise TypeError(f"write_dataset got an unexpected keyword argument {unknown[0]!r}"

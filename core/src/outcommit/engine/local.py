@@ -22,6 +22,7 @@ from .. import capabilities as caps
 from ..committer import Committer
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, ConfigError, InjectedFailure
+from ..extras import require
 from ..factory import create_committer, shared_store
 from ..stores.memory import MemoryStore
 from ..success import SuccessData
@@ -163,6 +164,7 @@ class LocalDriver:
                  progress: Callable[[str], None] | None = None, max_bytes_per_file: int = 0,
                  row_group_size: int = 0, compression: str | None = None,
                  basename_template: str | None = None) -> None:
+        require("pyarrow", "engine", "the local engine (outcommit.engine.local.LocalDriver)")
         if mode not in ("thread", "process"):
             raise ConfigError(f"LocalDriver mode={mode!r}: use 'thread' or 'process'")
         if workers < 1 or max_attempts < 1:

@@ -11,8 +11,9 @@ Subclass it in a test module and provide the fixtures; pytest collects the subcl
         def destination_root(self, tmp_path):
             return f"file://{tmp_path}"
 
-Fixtures a subclass provides: ``committer_name``, ``destination_root`` (URL of a fresh,
-empty directory per test) and optionally ``config`` (dict). ``job_commit_fault`` (class
+Fixtures a subclass provides: ``committer_name``, ``destination_root`` (the URL of a
+directory of the store: each test works in a new directory below it, which the suite
+removes after, pending uploads and all) and optionally ``config`` (dict). ``job_commit_fault`` (class
 attribute) is a fault that makes this committer's job commit fail part-way;
 ``task_publish_operation`` the store operation by which its task commit publishes the
 attempt (for the straggler scenario; None skips it).
@@ -26,20 +27,25 @@ from __future__ import annotations
 import posixpath
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-import pytest
+from ..extras import require
 
-from .. import capabilities as caps
-from ..committer import JOB_MARKER, Committer
-from ..context import JobContext, TaskAttemptContext
-from ..errors import CommitError, CorruptFileError
-from ..factory import create_committer, open_store
-from ..paths import hidden_from_readers
-from ..store import Store
-from ..success import SUCCESS_FILE, load_success
-from .faults import Fault, FaultInjectingStore, failing_deletes_in
+require("pytest", "testing", "outcommit.testing.conformance (the committer conformance suite)")
+
+import pytest  # noqa: E402  (after the check: a missing pytest names the extra that brings it)
+
+from .. import capabilities as caps  # noqa: E402
+from ..committer import JOB_MARKER, Committer  # noqa: E402
+from ..context import JobContext, TaskAttemptContext  # noqa: E402
+from ..errors import CommitError, CorruptFileError  # noqa: E402
+from ..factory import create_committer, open_store  # noqa: E402
+from ..paths import hidden_from_readers  # noqa: E402
+from ..store import Store  # noqa: E402
+from ..success import SUCCESS_FILE, load_success  # noqa: E402
+from .faults import Fault, FaultInjectingStore, failing_deletes_in  # noqa: E402
+from .roots import own_directory  # noqa: E402
 
 Files = Mapping[str, bytes]
 #: Directories of a job's state in its destination: magic's, and staging's (``directory``,
@@ -116,8 +122,16 @@ class CommitterConformance:
 
     # -- helpers ------------------------------------------------------------------------
     @pytest.fixture
-    def dest(self, destination_root: str) -> str:
-        return destination_root.rstrip("/") + "/dataset1"
+    def test_root(self, destination_root: str, config: dict[str, Any],
+                  request: pytest.FixtureRequest) -> Iterator[str]:
+        """This test's own directory below ``destination_root``, made for it and removed
+        after, pending uploads and all (``outcommit.testing.roots``): a binding may give a
+        fixed root, such as a real bucket's."""
+        yield from own_directory(destination_root, request.node.name, config)
+
+    @pytest.fixture
+    def dest(self, test_root: str) -> str:
+        return test_root + "/dataset1"
 
     @pytest.fixture
     def store(self, dest: str, config: dict[str, Any]) -> Store:
@@ -533,8 +547,8 @@ class CommitterConformance:
         assert not any("sub/sub" in path or "deeper/deeper" in path for path in found)
         self.assert_no_leaks(store, dest)
 
-    def test_adjacent_destinations(self, make, store: Store, destination_root: str) -> None:  # type: ignore[no-untyped-def]
-        root = destination_root.rstrip("/")
+    def test_adjacent_destinations(self, make, store: Store, test_root: str) -> None:  # type: ignore[no-untyped-def]
+        root = test_root
         one, ten = f"{root}/dataset1", f"{root}/dataset10"
         c1, c10 = make(one), make(ten)
         j1, j10 = JobContext(one, config=c1.config), JobContext(ten, config=c10.config)
@@ -580,9 +594,9 @@ class CommitterConformance:
 
     @pytest.mark.parametrize("name", ["with space/file name.txt", "ünïcødé/données €.txt",
                                       "日本語/ファイル.txt"])
-    def test_paths_with_spaces_and_unicode(self, make, store: Store, destination_root: str,  # type: ignore[no-untyped-def]
+    def test_paths_with_spaces_and_unicode(self, make, store: Store, test_root: str,  # type: ignore[no-untyped-def]
                                            name: str) -> None:
-        dest = destination_root.rstrip("/") + "/out put/ünï"
+        dest = test_root + "/out put/ünï"
         committer = make(dest)
         job = JobContext(dest, config=committer.config)
         committer.setup_job(job)

@@ -5,8 +5,8 @@ fsspec backends subclass fsspec's abstract tests; pytest collects the subclass::
 
     class TestMyStore(StoreContract):
         @pytest.fixture
-        def store_root(self, tmp_path):
-            return f"mystore://{tmp_path.name}"   # a fresh, empty directory per test
+        def store_root(self):
+            return "mystore://bucket/contract"   # each test works in a new directory below it
 
         @pytest.fixture
         def config(self):
@@ -30,16 +30,23 @@ from __future__ import annotations
 import unicodedata
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from hypothesis import assume, example, given, settings
+from ..extras import require
 
-from .. import capabilities as caps
-from ..errors import CorruptFileError
-from ..factory import open_store
-from ..store import FileInfo, Store
-from .names import KINDS, check_exact_names, kinds, relative_paths
+require("pytest", "testing", "outcommit.testing.stores (the store contract)")
+require("hypothesis", "testing", "outcommit.testing.stores (the store contract)")
+
+import pytest  # noqa: E402  (after the checks: a missing pytest names the extra that brings it)
+from hypothesis import assume, example, given, settings  # noqa: E402
+
+from .. import capabilities as caps  # noqa: E402
+from ..errors import CorruptFileError  # noqa: E402
+from ..factory import open_store  # noqa: E402
+from ..store import FileInfo, Store  # noqa: E402
+from .names import KINDS, check_exact_names, kinds, relative_paths  # noqa: E402
+from .roots import own_directory  # noqa: E402
 
 
 class StoreContract:
@@ -55,7 +62,8 @@ class StoreContract:
     # -- fixtures a binding provides ------------------------------------------------------
     @pytest.fixture
     def store_root(self) -> str:
-        raise NotImplementedError("the binding must provide store_root: the URL of a fresh directory")
+        raise NotImplementedError("the binding must provide store_root: the URL of a directory of "
+                                  "the store (each test works in a new directory below it)")
 
     @pytest.fixture
     def config(self) -> dict[str, Any]:
@@ -63,12 +71,19 @@ class StoreContract:
 
     # -- helpers ----------------------------------------------------------------------------
     @pytest.fixture
-    def store(self, store_root: str, config: dict[str, Any]) -> Store:
-        return open_store(store_root, config)
+    def root_url(self, store_root: str, config: dict[str, Any],
+                 request: pytest.FixtureRequest) -> Iterator[str]:
+        """This test's own directory below ``store_root``, made for it and removed after
+        (``outcommit.testing.roots``): a binding may give a fixed root, such as a real bucket's."""
+        yield from own_directory(store_root, request.node.name, config)
 
     @pytest.fixture
-    def root(self, store: Store, store_root: str) -> str:
-        path = store.strip(store_root)
+    def store(self, root_url: str, config: dict[str, Any]) -> Store:
+        return open_store(root_url, config)
+
+    @pytest.fixture
+    def root(self, store: Store, root_url: str) -> str:
+        path = store.strip(root_url)
         store.mkdirs(path)
         return path
 
@@ -78,11 +93,11 @@ class StoreContract:
             pytest.skip(f"{type(store).__name__} does not declare {capability}")
 
     # -- identity ---------------------------------------------------------------------------
-    def test_urls_and_paths_round_trip(self, store: Store, store_root: str, root: str) -> None:
+    def test_urls_and_paths_round_trip(self, store: Store, root_url: str, root: str) -> None:
         path = store.join(root, "dir", "file name ü.txt")
         assert store.strip(store.url(path)) == path
-        assert store.url(root).split("://", 1)[0] == store_root.split("://", 1)[0]
-        assert store.strip(store_root + "/") == root
+        assert store.url(root).split("://", 1)[0] == root_url.split("://", 1)[0]
+        assert store.strip(root_url + "/") == root
 
     def test_capabilities_are_declared_as_data(self, store: Store) -> None:
         declared = set(store.capabilities.names)
