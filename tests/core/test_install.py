@@ -83,3 +83,14 @@ def test_extras_are_kept_in_both_forms(monkeypatch) -> None:
     assert install_command("outcommit-s3", "embedded") == f"pip install '{ROOT}/plugins/s3[embedded]'"
     monkeypatch.setattr(install, "checkout", lambda: None)
     assert "'./plugins/s3[embedded]'" in install_command("outcommit-s3", "embedded")
+
+
+def test_a_command_of_a_distribution_not_installed_says_how_to_install_it(without_plugins, capsys) -> None:
+    """``outcommit demo`` without outcommit-devtools was argparse's "invalid choice: 'demo'"."""
+    from outcommit.cli import main
+
+    assert main(["demo"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"outcommit demo: the demo is in outcommit-devtools, which is not installed: "
+                   f"pip install '{ROOT / 'devtools'}'\n")
+    assert main(["demo", "--help"]) == 2 and "outcommit-devtools" in capsys.readouterr().err

@@ -560,7 +560,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((word for word in words if not word.startswith("-")), None)
+    missing = get_registry().missing_command(command) if command else None
+    if missing:  # argparse would say "invalid choice: 'demo'"
+        print(f"outcommit {command}: {missing}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(words)
     from .progress import show_bars
 
     show_bars(sys.stderr.isatty())  # a live bar for long stages, on a terminal only

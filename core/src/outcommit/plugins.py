@@ -42,6 +42,8 @@ KNOWN_DISTRIBUTIONS: dict[str, str] = {
     "abfs": "outcommit-azure", "abfss": "outcommit-azure", "az": "outcommit-azure",
     "hdfs": "outcommit-hdfs", "viewfs": "outcommit-hdfs",
 }
+#: The same for CLI commands this project's distributions add (``outcommit demo``).
+KNOWN_COMMANDS: dict[str, str] = {"demo": "outcommit-devtools"}
 
 
 @dataclass
@@ -280,6 +282,18 @@ class Registry:
         """CLI subcommands plugins contributed (``outcommit.commands.Command``), by name."""
         self.load()
         return dict(self._merged.commands)
+
+    def missing_command(self, name: str) -> str | None:
+        """Why command ``name`` of one of this project's distributions is not here (the
+        distribution is not installed, or failed to load), with the fix; None otherwise."""
+        self.load()
+        dist = KNOWN_COMMANDS.get(name)
+        if dist is None or name in self._merged.commands:
+            return None
+        broken = [self._info[p].error for p in self._load_failures if self._info[p].distribution == dist]
+        if broken:
+            return f"the {name} is in {dist}, which is installed but failed to load: {broken[0]}"
+        return f"the {name} is in {dist}, which is not installed: {install_command(dist)}"
 
     def plugins(self) -> list[PluginInfo]:
         self.load()
