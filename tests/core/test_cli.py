@@ -174,7 +174,8 @@ def test_jobs_lists_and_aborts_what_a_failed_abort_kept(tmp_path, capsys) -> Non
 
     assert main(["jobs", "list", dest, "--committer", "v1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [
-        {"jobId": job.job_id, "attempts": [0], "status": "abort-kept", "committer": "v1"}]
+        {"jobId": job.job_id, "attempts": [0], "status": "abort-kept", "committer": "v1",
+         "state": f"{dest}/_temporary/{job.job_id}"}]
     assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1"]) == 1
     assert "--force to abort it" in capsys.readouterr().out
     assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
@@ -270,7 +271,8 @@ def test_jobs_acts_on_a_job_through_the_committer_that_made_it(tmp_path, capsys)
 
     assert main(["jobs", "list", dest, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [
-        {"jobId": job.job_id, "attempts": [0], "status": "live", "committer": "manifest"}]
+        {"jobId": job.job_id, "attempts": [0], "status": "live", "committer": "manifest",
+         "state": f"{dest}/_temporary/{job.job_id}"}]
     assert main(["jobs", "abort", dest, job.job_id, "--force"]) == 2
     assert "is live" in capsys.readouterr().err
     assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1", "--force",
@@ -329,12 +331,15 @@ def test_hadoops_own_temporary_state_is_foreign_and_deleted_only_when_named(tmp_
     _, job, _ = _v1_job(dest, "c.txt")  # an outcommit job beside it: never touched
     assert main(["jobs", "list", dest, "--json"]) == 0
     rows = {row["jobId"]: row for row in json.loads(capsys.readouterr().out)}
-    assert rows == {"0": {"jobId": "0", "attempts": [], "status": "foreign", "committer": None},
+    state = f"{dest}/_temporary"
+    assert rows == {"0": {"jobId": "0", "attempts": [], "status": "foreign", "committer": None,
+                          "state": f"{state}/0"},
                     job.job_id: {"jobId": job.job_id, "attempts": [0], "status": "live",
-                                 "committer": "v1"}}
+                                 "committer": "v1", "state": f"{state}/{job.job_id}"}}
     assert main(["jobs", "list", dest]) == 0
     listed = capsys.readouterr()
-    assert "0\tattempts none\tforeign\t-" in listed.out and "(1 foreign: not outcommit's)" in listed.err
+    assert f"0\tattempts none\tforeign\t-\t{state}/0" in listed.out
+    assert "(1 foreign: not outcommit's)" in listed.err
     for flags in (["--force"], ["--force", "--interrupted"], ["--force", "--interrupted", "--json"]):
         assert main(["jobs", "abort", dest, "0", *flags]) == 2
         refused = capsys.readouterr()
@@ -404,3 +409,39 @@ def test_success_on_a_streaming_destination_checks_every_logged_file(tmp_path, c
     assert main(["success", dest]) == 2
     err = capsys.readouterr().err
     assert f"names 1 file(s) that are gone, e.g. file://{gone}" in err and len(err.splitlines()) == 1
+
+
+def _tree(root) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_jobs_abort_dry_run_shows_any_jobs_abort_and_changes_nothing(tmp_path, capsys) -> None:
+    """Issue 29 #6: a crashed job that reads as live was refused even a look. --dry-run says
+    what an abort would remove for every status (live, commit-began) and changes nothing."""
+    import outcommit
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    dest = f"file://{tmp_path}/out"
+    inner = outcommit.open_store(dest)
+    dying = FaultInjectingStore(inner, [Fault("save_json", path_contains="_SUCCESS", times=-1)])
+    committer, began, messages = _v1_job(dest, "a.txt", store=dying)
+    with pytest.raises(outcommit.JobCommitError):
+        committer.commit_job(began, messages)  # published a.txt, then died before _SUCCESS
+    _, live, _ = _v1_job(dest, "b.txt")
+    before = _tree(tmp_path)
+
+    assert main(["jobs", "abort", dest, began.job_id, "--dry-run"]) == 0
+    out = capsys.readouterr().out  # its driver died in its commit: its markers say live
+    assert f"dry run, nothing changed: job {began.job_id} at {dest} is live" in out
+    assert f"delete the files its interrupted commit published: 1\n    {dest}/a.txt\n" in out
+    assert main(["jobs", "abort", dest, live.job_id, "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["status"], plan["committer"], plan["published"], plan["uploads"]) == ("live", "v1", [], [])
+    assert plan["flags"] == ["--force", "--interrupted"]
+    assert sorted(plan["state"]) == sorted(f"file://{p}" for p in (tmp_path / "out" / "_temporary" /
+                                                                    live.job_id).rglob("*") if p.is_file())
+    assert _tree(tmp_path) == before
+    # Without --dry-run a live job still needs --interrupted, and says where to look first.
+    assert main(["jobs", "abort", dest, live.job_id, "--force"]) == 2
+    assert "--dry-run shows what its abort would remove" in capsys.readouterr().err
+    assert _tree(tmp_path) == before

@@ -526,6 +526,26 @@ class Committer:
         # __magic_job-<id>: in our layouts, but not ours to judge or delete.
         return "not-committed" if evidence.is_ours() else "foreign"
 
+    def abort_preview(self, job: JobContext) -> AbortPreview:
+        """What aborting ``job`` would remove, read from the store and changing nothing
+        (``outcommit jobs abort --dry-run``): its state's files; the destination files its
+        interrupted commit published, as its state proves them (none once its ``_SUCCESS``
+        says it committed: that output stays); its own pending uploads."""
+        evidence = self.job_evidence(job)
+        state = [] if evidence is None else [evidence.store.url(f.path)
+                                             for f in evidence.store.list_files(evidence.root)]
+        published = [] if self.own_success(job) is not None else self.published_by_interrupted_commit(job)
+        return AbortPreview(state, [self.store.url(p) for p in published], self.own_pending_uploads(job))
+
+    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
+        """Destination files (store paths) an interrupted commit of ``job`` published, which
+        its abort deletes; read-only. None known here (a committer that keeps no record)."""
+        return []
+
+    def own_pending_uploads(self, job: JobContext) -> list[str]:
+        """The job's own pending uploads, which its abort aborts (``url upload-id``); read-only."""
+        return []
+
     def delete_foreign_state(self, job_id: str) -> None:
         """Delete the directory of "job" ``job_id``, state that holds no file outcommit
         writes (``outcommit jobs abort --foreign``): that directory only, not what its
@@ -636,6 +656,15 @@ class Committer:
 
 
 JOB_MARKER = "_job.json"
+
+
+@dataclass(frozen=True)
+class AbortPreview:
+    """What an abort of a job would remove (``Committer.abort_preview``), as URLs."""
+
+    state: list[str]       # the files of the job's temporary state
+    published: list[str]   # destination files its interrupted commit published
+    uploads: list[str]     # its own pending uploads: "url upload-id"
 
 
 @dataclass(frozen=True)
@@ -829,6 +858,16 @@ class JobDirectoryCommitter(Committer):
         raise TaskCommitError(f"job {task.job_id} ended while task attempt {task.attempt_id} was "
                               f"committing to {self.destination}: its output was discarded")
 
+    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
+        """The journal's files this job moved into the destination (what ``abort_job``
+        rolls back); a corrupt journal raises, as the abort would fail on it."""
+        published = self.load_journal(job)
+        if published is None:
+            return []
+        sources = self.journal_sources(job)
+        return [entry.dest for entry in published.entries
+                if journal.published_by_us(self.store, entry, sources(entry))]
+
     def abort_job(self, job: JobContext) -> None:
         """Remove what an interrupted job commit already published, then the job's state.
 
@@ -899,5 +938,5 @@ class CommitterSpec:
                    config_keys=dict(config_keys or {}))
 
 
-__all__ = ["JOB_MARKER", "TEMPORARY_DIR", "Committer", "CommitterSpec", "JobDirectoryCommitter",
-           "caps", "is_hidden", "is_inside", "relative_to"]
+__all__ = ["JOB_MARKER", "TEMPORARY_DIR", "AbortPreview", "Committer", "CommitterSpec",
+           "JobDirectoryCommitter", "caps", "is_hidden", "is_inside", "relative_to"]

@@ -28,6 +28,7 @@ from outcommit.errors import (
     TaskCommitError,
 )
 from outcommit.multipart import MultipartUploads
+from outcommit.paths import is_inside
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
@@ -330,6 +331,21 @@ class DelayedCompletionCommitter(Committer):
                 if isinstance(data, dict) and isinstance(data.get("destination"), str):
                     return str(data["destination"])
         return None
+
+    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
+        """The objects a commit of this job that began completed, proved by their parts'
+        etags (what an abort deletes); read-only."""
+        layout = self.layout(job)
+        if not self.job_evidence(job).began(range(job.attempt + 1)):
+            return []
+        commits = cleanup.known_commits(layout, self.expectations(job))
+        return sorted({c.path for c in commits if is_inside(c.path, self.dest) and self.ops.is_completed(c)})
+
+    def own_pending_uploads(self, job: JobContext) -> list[str]:
+        commits = cleanup.known_commits(self.layout(job), self.expectations(job))
+        pending = self.ops.pending_lookup() if commits else (lambda _c: False)
+        return sorted(f"{self.store.url(c.path)} {c.upload_id}" for c in commits
+                      if is_inside(c.path, self.dest) and pending(c))
 
     def job_evidence(self, job: JobContext) -> JobEvidence:
         layout = self.layout(job)
