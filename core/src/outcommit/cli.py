@@ -129,6 +129,29 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """``outcommit check URL [--full]``: one line per check; exit 1 when any failed."""
+    from .check import check, run_suites, suites_to_run
+
+    config = _config(args.conf)
+    lines = check(args.url, config)
+    report = ""
+    if args.full and all(line.ok for line in lines):
+        committers = suites_to_run(args.url, config, args.committer or ())
+        suites, report = run_suites(args.url, config, committers)
+        lines += suites
+    ok = all(line.ok for line in lines)
+    if args.json:
+        print_json({"url": args.url, "ok": ok, "checks": [line.to_dict() for line in lines]})
+    else:
+        width, result_width = (max(len(getattr(line, f)) for line in lines) for f in ("check", "result"))
+        for line in lines:
+            print(scrub(line.text(width, result_width)))
+        if report and not ok:  # pytest's own account of what failed, for the plugin's author
+            print(scrub(report), file=sys.stderr)
+    return 0 if ok else 1
+
+
 def cmd_success(args: argparse.Namespace) -> int:
     from .factory import open_store
     from .success import SUCCESS_FILE, load_success
@@ -600,6 +623,9 @@ EXAMPLES = {
     "config": "  outcommit config\n  outcommit config --json\n  outcommit config --write-docs docs",
     "capabilities": "  outcommit capabilities s3://bucket/table --conf outcommit.s3.region=eu-west-1\n"
                     "  outcommit capabilities gs://bucket/table --json",
+    "check": "  outcommit check s3://bucket/events --conf fs.s3a.endpoint=http://127.0.0.1:9000\n"
+             "  outcommit check abfs://data/events --json\n"
+             "  outcommit check gs://bucket/events --full --committer manifest",
     "success": "  outcommit success s3://bucket/events\n"
                "  outcommit success file:///data/events/_SUCCESS --files 100\n"
                "  outcommit success abfs://data/events --json",
@@ -649,6 +675,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", help="a destination URL (the store is asked, nothing is written)")
     _conf_option(p)
     p.set_defaults(func=cmd_capabilities)
+
+    p = _subparser(sub, "check", "check a store before a job: endpoint, credentials, bucket, "
+                                 "capabilities (probed), committer; --full: the test suites there")
+    p.add_argument("url", help="a destination URL (probes write under <url>/_outcommit_check_<id>/, "
+                               "removed after)")
+    p.add_argument("--full", action="store_true",
+                   help="also run the store contract and the committer conformance suites against "
+                        "the store (needs pytest: outcommit[testing]); minutes on a remote store")
+    p.add_argument("--committer", action="append", metavar="NAME",
+                   help="--full: the committers whose conformance runs (repeatable; default: every "
+                        "committer safe on the store)")
+    _conf_option(p)
+    p.set_defaults(func=cmd_check)
 
     p = _subparser(sub, "success", "show and validate a job's _SUCCESS report, or a streaming "
                                    "destination's batch log")

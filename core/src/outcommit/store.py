@@ -459,6 +459,13 @@ class Store:
         """Is ``exc`` a failure that a retry of the same request may not meet again?"""
         return self.is_throttling(exc) or isinstance(exc, (TimeoutError, ConnectionError))
 
+    def service_endpoint(self) -> str | None:
+        """The URL of the service this store sends its requests to (``outcommit check``
+        reaches it before anything else); None for a store with no network service (local
+        files, memory). May raise :class:`~outcommit.errors.StoreUnreachableError` where
+        finding it connects (a client that probes its endpoint)."""
+        return None
+
     def close(self) -> None:
         """Release clients; the default has nothing to release."""
 

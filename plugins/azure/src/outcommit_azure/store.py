@@ -199,6 +199,10 @@ class AzureStore(Store):
         parts = urlsplit(str(service.url))
         return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
 
+    def service_endpoint(self) -> str:
+        _ = self.service  # made and probed once: a wrong endpoint fails here
+        return self.endpoint
+
     def credential_source(self) -> tuple[str, str]:
         """Where the service client's credentials come from, and how to fix them: the
         configuration key (and the kind of secret in a connection string), never a secret."""

@@ -148,6 +148,9 @@ class GcsStore(Store):
     def url(self, path: str) -> str:
         return f"{self.scheme}://{path.lstrip('/')}"
 
+    def service_endpoint(self) -> str:
+        return self.config.get_str(ENDPOINT_KEY) or "https://storage.googleapis.com"
+
     @property
     def preconditions(self) -> bool:
         return self.config.get_bool(PRECONDITIONS_KEY, True)

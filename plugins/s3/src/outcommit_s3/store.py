@@ -100,6 +100,10 @@ class S3Store(Store):
 
         return s3fs.S3FileSystem(**self.settings.s3fs_options())
 
+    def service_endpoint(self) -> str:
+        """The client's endpoint (the configured one, AWS_ENDPOINT_URL, or the region's)."""
+        return str(self.client.meta.endpoint_url)
+
     def multipart(self) -> S3MultipartUploads:
         return self._multipart
 
