@@ -39,10 +39,11 @@ def _forget() -> Iterator[None]:
 
 def test_a_gcs_private_key_through_spark_is_not_logged_by_create_committer(tmp_path, caplog) -> None:
     """Issue 27 #6: Hadoop's GCS connector keys, passed as spark.hadoop.fs.*, were logged in
-    clear at INFO by create_committer (its redaction matched neither 'private.key' nor the PEM)."""
+    clear at INFO by create_committer (its redaction matched neither 'private.key' nor the PEM).
+    The configuration is logged at DEBUG now (issue 29, 6): still redacted."""
     config = {"spark.hadoop.fs.gs.auth.service.account.private.key": PEM,
               "spark.hadoop.fs.gs.auth.service.account.private.key.id": KEY_ID}
-    with caplog.at_level(logging.INFO, logger="outcommit"):
+    with caplog.at_level(logging.DEBUG, logger="outcommit"):
         outcommit.create_committer(str(tmp_path), config)
     assert "config {" in caplog.text  # the configuration was logged...
     for secret in (KEY_ID, *PEM_LINES):
@@ -168,7 +169,7 @@ def test_a_key_a_plugin_declares_secret_is_redacted_by_any_of_its_names(fresh_re
     assert not is_secret_key("outcommit.vault.role-id")  # its name does not say so
     fresh_registry.add_plugin(_VaultPlugin(), "vault")
     config = {"spark.hadoop.vault.role.id": "role-abc", "outcommit.vault.mount": "kv"}
-    with caplog.at_level(logging.INFO, logger="outcommit"):
+    with caplog.at_level(logging.DEBUG, logger="outcommit"):
         outcommit.create_committer(str(tmp_path), config)
     assert "role-abc" not in caplog.text and "'outcommit.vault.mount': 'kv'" in caplog.text
     assert redact({"outcommit.vault.role-id": "role-abc"}) == {"outcommit.vault.role-id": REDACTED}

@@ -38,6 +38,7 @@ TEMPORARY_DIR = "_temporary"
 #: Written into a job's state by an abort that could not undo its commit (and kept it).
 ABORT_NOTE = "_abort-kept.json"
 THREADS_KEY = "outcommit.committer.threads"
+CONFLICT_KEY = "outcommit.committer.conflict-mode"
 CONFLICT_MODES = ("fail", "append", "replace")
 
 
@@ -94,8 +95,12 @@ class Committer:
         self.selection = "constructed directly"
         # As many requests in flight as the store's connection pool serves.
         self.threads = self.config.get_int(THREADS_KEY, store.parallelism, minimum=1)
-        self.conflict_mode = self.config.get_choice(
-            "outcommit.committer.conflict-mode", CONFLICT_MODES, self.default_conflict_mode)
+        self.conflict_mode = self.config.get_choice(CONFLICT_KEY, CONFLICT_MODES, self.default_conflict_mode)
+        #: Where the conflict mode came from, as its user spelled it (the key, with its
+        #: prefix, or an engine's reason: "save mode overwrite"): logged at job setup and in
+        #: ``_SUCCESS``. An engine that decides the mode itself sets it (as ``selection``).
+        self.conflict_source = (self.config.spelled(CONFLICT_KEY) if self.config.get_str(CONFLICT_KEY)
+                                else f"the default of {self.name}")
         self._check_job_commit_settings()
         # Read by the staging committers only; a bad value fails wherever it is set.
         self.config.get_bool("outcommit.committer.unique-filenames", True)
@@ -343,15 +348,27 @@ class Committer:
     def success_enabled(self) -> bool:
         return self.config.get_bool("outcommit.success.enabled", True)
 
+    def log_setup(self, job: JobContext, where: str) -> None:
+        """The one INFO line of job setup: where, which committer and why, which conflict
+        mode and what set it."""
+        self.logger(job).info("set up job attempt %d in %s: committer %s (%s), conflict mode %s (%s)",
+                              job.attempt, where, self.name, self.selection, self.conflict_mode,
+                              self.conflict_source)
+
+    def diagnostics(self) -> dict[str, str]:
+        """What ``_SUCCESS`` says of the choices behind the job (Hadoop's diagnostics map)."""
+        return {"destination": self.destination, "selection": self.selection,
+                "conflict-mode": self.conflict_mode, "conflict-mode.source": self.conflict_source}
+
     def write_success(self, job: JobContext, files: Iterable[str],
                       metrics: Mapping[str, int] | None = None,
                       diagnostics: Mapping[str, str] | None = None) -> SuccessData:
+        """Write the report (the job commit's point of no return) and log the commit: one
+        INFO line with the counts; the metrics and diagnostics at DEBUG."""
         all_metrics = {**self._engine_metrics, **(metrics or {})}
         summary = SuccessData.build(
             committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
-            files=files, metrics=all_metrics,
-            diagnostics={"destination": self.destination, "selection": self.selection,
-                         **(diagnostics or {})},
+            files=files, metrics=all_metrics, diagnostics={**self.diagnostics(), **(diagnostics or {})},
             description=f"Job commit of {job.job_id} attempt {job.attempt} by {self.name}")
         summary.iostatistics = self.job_iostatistics(summary.metrics)
         summary.iostatistics["counters"][iostats.JOBS_COMPLETED] = 1
@@ -367,6 +384,14 @@ class Committer:
                 self.logger(job).warning("writing _SUCCESS reported a failure, but it is there: "
                                          "the job committed", exc_info=True)
         self.save_summary_report(job, summary)
+        log = self.logger(job)
+        counts = summary.metrics
+        size = counts.get("bytes.committed", counts.get("bytes.written"))
+        log.info("committed job to %s: %d files%s from %d tasks in %.1f s", self.destination,
+                 counts.get("files.committed", len(summary.filenames)),
+                 f", {size} bytes" if size is not None else "", counts.get("tasks.committed", 0),
+                 counts.get("commit.duration.ms", 0) / 1000)
+        log.debug("_SUCCESS metrics %s; diagnostics %s", summary.metrics, summary.diagnostics)
         return summary
 
     def own_success(self, job: JobContext) -> SuccessData | None:
@@ -641,8 +666,7 @@ class Committer:
             committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
             files=files, metrics={**(metrics or {}),
                                   "commit.duration.ms": int((time.monotonic() - started) * 1000)},
-            diagnostics={"destination": self.destination, "selection": self.selection,
-                         "exception": f"{type(exc).__name__}: {exc}"},
+            diagnostics={**self.diagnostics(), "exception": f"{type(exc).__name__}: {exc}"},
             success=False, description=f"Failed job commit of {job.job_id} by {self.name}")
         summary.iostatistics = self.job_iostatistics(summary.metrics)
         summary.iostatistics["counters"]["committer_jobs_failed"] = 1
@@ -744,7 +768,7 @@ class JobDirectoryCommitter(Committer):
         self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
                              {"jobId": job.job_id, "jobAttempt": job.attempt,
                               "committer": self.name, "destination": self.destination})
-        self.logger(job).info("set up job attempt %d in %s", job.attempt, attempt_dir)
+        self.log_setup(job, self.store.url(attempt_dir))
 
     def job_marker(self, job: JobContext, attempt: int | None = None) -> str:
         return self.store.join(self.job_attempt_dir(job, attempt), JOB_MARKER)

@@ -251,7 +251,8 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
     instance = spec.factory(url, the_store, cfg)
     instance.selection = why
     instance.components = INSTALLED
-    log.info("committer %s for %s (%s); config %s", name, url, why, redact(dict(cfg)))
+    # Made for every step and task attempt: details, not a step (job setup says it at INFO).
+    log.debug("committer %s for %s (%s); config %s", name, url, why, redact(dict(cfg)))
     return instance
 
 

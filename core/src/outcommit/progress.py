@@ -71,8 +71,12 @@ class Progress:
                 f"({100 * self.done / max(self.total, 1):.0f}%), {rate:.0f} {self.unit}s/s, ETA {eta_text}")
 
     def close(self) -> None:
+        """The stage's last line: at INFO when the stage ran an interval or more (its
+        progress was due: the reader sees it end), else at DEBUG: a short stage is no step
+        of its own (the job commit's line counts it)."""
         if self._bar is not None:
             self._bar.close()
         if self.total:
-            self.log.info("%s: %d %ss in %.1f s", self.what, self.done, self.unit,
-                          time.monotonic() - self.started)
+            elapsed = time.monotonic() - self.started
+            self.log.log(logging.INFO if elapsed >= self.interval else logging.DEBUG,
+                         "%s: %d %ss in %.1f s", self.what, self.done, self.unit, elapsed)

@@ -249,7 +249,6 @@ class FileOutputCommitterV1(FileOutputCommitter):
         except Exception as exc:
             raise self.failed_commit(job, exc, started, files) from exc
         self.end_job_and_delete_state(job)
-        log.info("committed job: %d files from %d tasks", len(files), len(task_dirs))
         return summary
 
 

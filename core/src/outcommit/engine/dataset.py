@@ -16,6 +16,7 @@ from typing import Any
 from .. import capabilities as caps
 from ..errors import ConfigError, DestinationExistsError
 from ..extras import require
+from ..factory import resolve_config
 from .inputs import batch_stream
 from .local import JobResult, LocalDriver
 
@@ -58,12 +59,20 @@ def write_dataset(data: Any, url: str, *, format: Any = "parquet",
                           "as config= (outcommit config lists the keys)")
     destination = _destination(url)
     settings = _settings(config, storage_options)
-    behaviour = existing_data_behavior or ("" if CONFLICT_KEY in settings else "error")
+    # Configured under any spelling (spark.outcommit..., fs.s3a.committer.staging.conflict-mode):
+    # the raw key alone missed those, and pyarrow's 'error' then overrode the user's mode.
+    configured = resolve_config(settings)
+    behaviour = existing_data_behavior or ("" if configured.get_str(CONFLICT_KEY) else "error")
+    source = configured.spelled(CONFLICT_KEY)
     if behaviour:
         if behaviour not in EXISTING_DATA:
             raise ConfigError(f"existing_data_behavior={behaviour!r}: use one of "
                               f"{', '.join(EXISTING_DATA)}")
+        settings = {k: v for k, v in settings.items()  # this one spelling only
+                    if resolve_config({k: v}).get_str(CONFLICT_KEY) is None}
         settings[CONFLICT_KEY] = EXISTING_DATA[behaviour]
+        source = (f"existing_data_behavior={existing_data_behavior!r}" if existing_data_behavior
+                  else "write_dataset's default, existing_data_behavior='error'")
     columns = partition_columns(partitioning, partitioning_flavor)
     stream = batch_stream(data, schema)
     driver = LocalDriver(destination, committer=committer, config=settings, workers=1,
@@ -72,6 +81,7 @@ def write_dataset(data: Any, url: str, *, format: Any = "parquet",
                          fmt=file_format(format), partition_by=columns,
                          max_rows_per_file=max_rows_per_file, row_group_size=max_rows_per_group,
                          compression=compression, basename_template=basename_template)
+    driver.committer.conflict_source = source
     if behaviour == "delete_matching" and columns and \
             not driver.committer.has_capability(caps.DYNAMIC_PARTITION_OVERWRITE):
         # pyarrow deletes only the partitions it writes; replacing the whole destination

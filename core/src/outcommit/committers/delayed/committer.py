@@ -119,7 +119,7 @@ class DelayedCompletionCommitter(Committer):
         layout = self.layout(job)
         self.meta.save_json(layout.marker(job), {"jobId": job.job_id, "jobAttempt": job.attempt,
                                                  "committer": self.name, "destination": self.destination})
-        self.logger(job).info("set up job attempt %d (%s)", job.attempt, layout.attempt_dir(job))
+        self.log_setup(job, self.meta.url(layout.attempt_dir(job)))
 
     def _commit_began_before(self, job: JobContext) -> bool:
         """Did an earlier attempt of this job begin its job commit?
@@ -251,7 +251,6 @@ class DelayedCompletionCommitter(Committer):
         except Exception as exc:
             raise run.failed(exc, commits) from exc
         jobcommit.clean_up(run, completed)
-        run.log.info("committed job: %d files from %d tasks", len(commits), commits.tasks)
         return summary
 
     # -- abort and cleanup ----------------------------------------------------------------------------

@@ -257,7 +257,6 @@ class ManifestCommitter(JobDirectoryCommitter):
                                      dict(stats.counts)) from exc
         with stats.stage("cleanup"):
             self.end_job_and_delete_state(job)
-        log.info("committed job: %d files from %d tasks", len(files), tasks)
         return summary
 
     def _source_roots(self, job: JobContext, files: Sequence[CheckedFile]) -> set[str]:
