@@ -171,6 +171,7 @@ class OutcommitWriter(DataSourceArrowWriter):
         self.session = session
         # Created here first: an unknown or unsafe committer fails before any task runs.
         committer = create_committer(plan.destination, plan.config, plan.committer)
+        committer.conflict_source = plan.conflict_reason  # the option or save mode, not the plan's key
         job = plan.job_context()
         self.plan = plan
         self.schema = schema
@@ -188,6 +189,7 @@ class OutcommitWriter(DataSourceArrowWriter):
         committer = create_committer(self.plan.destination, self.plan.config, self.committer_name,
                                      store=shared_store(self.plan.destination, self.plan.config))
         committer.selection = self.selection
+        committer.conflict_source = self.plan.conflict_reason
         return committer, JobContext.from_dict(self.job)
 
     # -- task attempt (executor) ---------------------------------------------------
@@ -278,10 +280,10 @@ class OutcommitWriter(DataSourceArrowWriter):
             log.error("job %s: job commit to %s failed", job.job_id, self.plan.destination)
             raise
         log.info("job %s: committed %s with %s: %d files, %d bytes, %d rows from %d tasks "
-                 "(%d retried) in %.1f s; _SUCCESS metrics %s",
-                 job.job_id, self.plan.destination, committer.name, stats["files.written"],
-                 stats["bytes.written"], stats["rows.written"], stats["spark.tasks"],
-                 stats["spark.task.retries"], time.time() - self.started, summary.metrics)
+                 "(%d retried) in %.1f s", job.job_id, self.plan.destination, committer.name,
+                 stats["files.written"], stats["bytes.written"], stats["rows.written"],
+                 stats["spark.tasks"], stats["spark.task.retries"], time.time() - self.started)
+        log.debug("job %s: _SUCCESS metrics %s", job.job_id, summary.metrics)  # details: DEBUG
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         _driver_logging()

@@ -14,12 +14,33 @@ from ..errors import OutcommitError
 
 log = logging.getLogger("outcommit.spark")
 
+#: Carriage return, then erase to the end of the line.
+CLEAR_LINE = "\r\x1b[K"
+
+
+class _ConsoleFormatter(logging.Formatter):
+    """Spark's console progress bar is drawn as ``\\r[Stage 3:=>  (1 + 2) / 4]\\r``: it leaves
+    the cursor at the start of its line, so a line written then overwrote the bar and ran
+    into what was left of it. On a terminal each line clears that line first; the bar is
+    drawn again below on its next update. (The driver-side steps of a Python data source run
+    in processes whose stderr Spark copies to its own: no terminal to ask, hence ``TERM``.)"""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return CLEAR_LINE + super().format(record)
+
+
+def console_formatter(environ: dict[str, str] | None = None) -> logging.Formatter:
+    """The driver's console format: one line per step; clearing the line on a terminal."""
+    term = (os.environ if environ is None else environ).get("TERM", "")
+    kind = _ConsoleFormatter if term and term != "dumb" else logging.Formatter
+    return kind("%(asctime)s INFO outcommit: %(message)s", "%H:%M:%S")
+
 
 def driver_logging() -> None:
     """Make the driver's INFO summary visible: Spark's Python processes configure no logging."""
     if not log.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s INFO outcommit: %(message)s", "%H:%M:%S"))
+        handler.setFormatter(console_formatter())
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         log.propagate = False

@@ -305,13 +305,14 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     configured = resolve_config(write_config).get_str(CONFLICT_KEY)
     if mode:
         reason = f"option conflictMode={mode}"
-    elif configured:
-        mode, reason = configured.strip().lower(), f"write option {CONFLICT_KEY}={configured}"
+    elif configured:  # named as the user spelled it: fs.s3a.committer.staging.conflict-mode
+        spelled = resolve_config(write_config).spelled(CONFLICT_KEY)
+        mode, reason = configured.strip().lower(), f"write option {spelled}={configured}"
     elif overwrite:
         mode, reason = "replace", "save mode overwrite"
     elif resolve_config(session).get_str(CONFLICT_KEY):
         mode = str(resolve_config(session).get_str(CONFLICT_KEY)).strip().lower()
-        reason = f"Spark config {CONFLICT_KEY}={mode}"
+        reason = f"Spark config {resolve_config(session).spelled(CONFLICT_KEY)}={mode}"
     else:
         mode, reason = "append", "save mode append"
     if mode not in ("fail", "append", "replace"):
