@@ -135,7 +135,7 @@ def test_unset_of_a_key_set_on_the_builder_takes_effect(spark: Any, tmp_path: An
         outcommit.spark.register(spark)
         df.write.format("outcommit").mode("append").save(f"file://{tmp_path}/builder-key")
         assert success_of(f"file://{tmp_path}/builder-key").diagnostics["selection"] == \
-            "outcommit.committer.file=v1"
+            "spark.outcommit.committer.file=v1"  # named as spelled (issue 29, 5)
         spark.conf.unset(key)
         outcommit.spark.register(spark)
         df.write.format("outcommit").mode("append").save(f"file://{tmp_path}/unset")
