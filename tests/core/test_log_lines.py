@@ -47,6 +47,17 @@ def test_one_info_line_per_step_and_the_details_at_debug(tmp_path, caplog) -> No
     assert any("_SUCCESS metrics {" in line and "diagnostics {" in line for line in debug)
 
 
+def test_a_delayed_completion_committer_logs_one_line_per_step_too(s3_config, s3_root, caplog) -> None:
+    """magic logged its job commit itself (no bytes) beside the shared line: one now."""
+    with caplog.at_level(logging.INFO, logger="outcommit"):
+        run_job(s3_root, {**s3_config, "fs.s3a.committer.name": "magic"})
+    info = [r.getMessage() for r in caplog.records
+            if r.levelno == logging.INFO and r.name.startswith("outcommit")]
+    assert len(info) == 4, info
+    assert "committer magic (fs.s3a.committer.name=magic), conflict mode" in info[0]
+    assert f"committed job to {s3_root}: 2 files, 4 bytes from 2 tasks in " in info[3]
+
+
 def test_success_records_the_conflict_mode_and_the_key_that_set_it(tmp_path) -> None:
     url = f"file://{tmp_path}/out"
     summary = run_job(url, {"spark.outcommit.committer.conflict-mode": "replace"})
