@@ -445,3 +445,41 @@ def test_jobs_abort_dry_run_shows_any_jobs_abort_and_changes_nothing(tmp_path, c
     assert main(["jobs", "abort", dest, live.job_id, "--force"]) == 2
     assert "--dry-run shows what its abort would remove" in capsys.readouterr().err
     assert _tree(tmp_path) == before
+
+
+def test_batches_lists_a_streaming_destinations_committed_batches(tmp_path, capsys) -> None:
+    """Issue 29 #6: no command showed the batch log. One line per batch (id, files, rows,
+    committed at, job); a batch id shows its files; --json for scripts."""
+    dest = f"file://{tmp_path}/events"
+    _stream_three_batches(dest)
+
+    assert main(["batches", dest]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{dest}: 3 committed batches"
+    assert [line.split()[:3] for line in lines[2:]] == [[str(b), "1", "5"] for b in range(3)]
+    assert lines[4].endswith(" query-1-b2-rrun-a (v1)")
+    assert main(["batches", dest, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["batches"]
+    assert [(b["batchId"], b["files"], b["rows"], b["jobId"]) for b in listed] == \
+        [(b, 1, 5, f"query-1-b{b}-rrun-a") for b in range(3)]
+
+    (written,) = (p for p in (tmp_path / "events").glob("part-*") if "-b1-" in p.name)
+    assert main(["batches", dest, "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{dest}: batch 1 of query query-1: job query-1-b1-rrun-a, v1, 1 files, 5 rows")
+    assert out[1:] == [f"  file://{written}  5 rows  {written.stat().st_size} bytes"]
+    assert main(["batches", dest, "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files"][0]["url"] == f"file://{written}"
+
+
+def test_batches_refuses_an_unknown_batch_and_a_batch_jobs_destination_in_one_line(tmp_path, capsys) -> None:
+    dest = f"file://{tmp_path}/events"
+    _stream_three_batches(dest)
+    assert main(["batches", dest, "7"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"outcommit batches: {dest}: batch 7 is not in its batch log (committed: 0..2); "
+                   "outcommit batches URL lists them\n")
+    _v1_job(f"file://{tmp_path}/table", "a.txt")
+    assert main(["batches", f"file://{tmp_path}/table"]) == 2
+    err = capsys.readouterr().err
+    assert "no streaming query has written to" in err and len(err.splitlines()) == 1

@@ -254,6 +254,55 @@ def _streaming_report(args: argparse.Namespace, store: Any, dest: str) -> int | 
     return 0
 
 
+def _when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
+
+
+def cmd_batches(args: argparse.Namespace) -> int:
+    """``outcommit batches URL [BATCH]``: a streaming destination's committed batches, one
+    line each, from its batch log (the report a streaming destination has instead of
+    ``_SUCCESS``); a batch id shows that batch's files. No command showed the log."""
+    from .streaming.reader import committed_batches
+
+    url = args.url.rstrip("/")
+    entries = committed_batches(url, _config(args.conf))
+    if args.batch is not None:
+        return _show_batch(args, url, entries)
+    if args.json:
+        print_json({"url": url, "batches": [{k: v for k, v in e.to_dict().items() if k != "files"}
+                                             | {"files": len(e.files)} for e in entries]})
+        return 0
+    if not entries:
+        print(f"{url}: no committed batch yet (a streaming query's first batch may be running)")
+        return 0
+    print(f"{url}: {len(entries)} committed batches")
+    print(f"{'batch':>7}  {'files':>6}  {'rows':>10}  {'committed at':<25}  job")
+    for e in entries:
+        print(f"{e.batch_id:>7}  {len(e.files):>6}  {e.rows:>10}  {_when(e.committed_at):<25}  "
+              f"{e.job_id or '-'} ({e.committer})")
+    return 0
+
+
+def _show_batch(args: argparse.Namespace, url: str, entries: Sequence[Any]) -> int:
+    """One batch: its job and its files (URLs), or a one-line error naming the batches there."""
+    found = [e for e in entries if e.batch_id == args.batch]
+    if not found:
+        there = f"{entries[0].batch_id}..{entries[-1].batch_id}" if entries else "none yet"
+        raise OutcommitError(f"{url}: batch {args.batch} is not in its batch log (committed: {there}); "
+                             "outcommit batches URL lists them")
+    entry = found[0]
+    if args.json:
+        print_json({"url": url, **entry.to_dict(),
+                    "files": [{**f.to_dict(), "url": f"{url}/{f.path}"} for f in entry.files]})
+        return 0
+    print(f"{url}: batch {entry.batch_id} of query {entry.query_id}: job {entry.job_id or '-'}, "
+          f"{entry.committer}, {len(entry.files)} files, {entry.rows} rows, {entry.bytes} bytes, "
+          f"committed {_when(entry.committed_at)}")
+    for f in entry.files:
+        print(f"  {url}/{f.path}  {f.rows} rows  {f.size} bytes")
+    return 0
+
+
 def cmd_uploads(args: argparse.Namespace) -> int:
     from .factory import open_store
 
@@ -629,6 +678,9 @@ EXAMPLES = {
     "success": "  outcommit success s3://bucket/events\n"
                "  outcommit success file:///data/events/_SUCCESS --files 100\n"
                "  outcommit success abfs://data/events --json",
+    "batches": "  outcommit batches s3://bucket/events\n"
+               "  outcommit batches s3://bucket/events 41          # batch 41's files\n"
+               "  outcommit batches file:///data/events --json",
     "uploads": "  outcommit uploads list s3://bucket/events/\n"
                "  outcommit uploads check s3://bucket/events/     # exit 1 while any is pending\n"
                "  outcommit uploads abort s3://bucket/events/ --older-than 24h --force",
@@ -695,6 +747,12 @@ def build_parser() -> argparse.ArgumentParser:
     _conf_option(p)
     p.add_argument("--files", type=int, default=10, help="how many file names to show (default 10)")
     p.set_defaults(func=cmd_success)
+
+    p = _subparser(sub, "batches", "a streaming destination's committed batches (its batch log)")
+    p.add_argument("url", help="the streaming destination")
+    p.add_argument("batch", nargs="?", type=int, help="a batch id: show that batch's files")
+    _conf_option(p)
+    p.set_defaults(func=cmd_batches)
 
     p = _subparser(sub, "uploads", "pending multipart uploads under a directory")
     p.add_argument("action", choices=["list", "abort", "check"],
