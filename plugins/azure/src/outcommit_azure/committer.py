@@ -39,8 +39,8 @@ CONFIG_KEYS: dict[str, str] = {
                    "task up (default true); false: every writer saves .pending files (writers in "
                    "several processes)",
     UPLOAD_THREADS_KEY: "blocklist: per task attempt, blocks' worth of bytes staged in the "
-                        "background at once (default 4: the memory bound); small files run up "
-                        "to 4x as many requests at once",
+                        "background at once (default 4: the memory bound); small files run as "
+                        "many requests at once as outcommit.committer.threads, at least 4x it",
     INLINE_LIMIT_KEY: "blocklist: task commit messages carry their files inline up to this many, "
                       "else a digest-checked reference to the pendingset (default 200)",
 }

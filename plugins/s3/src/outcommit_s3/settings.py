@@ -133,7 +133,8 @@ KEYS: dict[str, str] = {
                      "several processes)",
     MAGIC_UPLOAD_THREADS: "magic: per task attempt, parts' worth of bytes uploaded in the "
                           "background at once (default 4: the memory bound); uploads starting "
-                          "and small files run up to 4x as many requests at once",
+                          "and small files run as many requests at once as "
+                          "outcommit.committer.threads (the connections), at least 4x it",
 }
 KEYS[SSL_ENABLED_HADOOP] = ("Hadoop: a scheme-less fs.s3a.endpoint is https:// (true) or http:// "
                              "(false); unset, such an endpoint is refused: write its scheme")

@@ -150,7 +150,7 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             # The last part in the background (the upload started at open): close() returns.
             if self._starting is not None:
                 self.tracker.settle(self._starting)
-            self.tracker.finish(self.path, complete_record, len(last))
+            self.tracker.finish(self.path, complete_record, len(last), after=self._starting)
         else:
             self._save_pending(complete_record())
 

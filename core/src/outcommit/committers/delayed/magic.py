@@ -81,7 +81,8 @@ class MagicCommitterBase(DelayedCompletionCommitter):
         # No request: the task commit checks the job after publishing (write, then check).
         with self._attempts_lock:
             if task.attempt_id not in self._attempts:
-                self._attempts[task.attempt_id] = AttemptUploads(self.mp, self.upload_threads)
+                self._attempts[task.attempt_id] = AttemptUploads(self.mp, self.upload_threads,
+                                                                 requests=self.threads)
 
     def _end_attempt(self, task: TaskAttemptContext) -> None:
         with self._attempts_lock:
