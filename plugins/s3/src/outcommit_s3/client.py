@@ -26,6 +26,8 @@ import functools
 import os
 import threading
 import uuid
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from outcommit.errors import (
@@ -80,6 +82,7 @@ def make_client(settings: S3Settings) -> Any:
         session = _SESSIONS.get(key)
         if session is None:
             session = botocore.session.Session(profile=settings.profile)
+            fast_timestamps(session)
             if len(_SESSIONS) >= 16:  # environments that keep changing: keep a few
                 _SESSIONS.clear()
             _SESSIONS[key] = session
@@ -94,6 +97,34 @@ def make_client(settings: S3Settings) -> Any:
     if settings.probe:
         translated.probe()
     return translated
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """S3's two timestamp forms as aware datetimes, without dateutil; anything else as
+    botocore parses it.
+
+    botocore's default parser hands every timestamp to dateutil: a listing page of 1,000
+    keys spent 53% of its client CPU (35 ms of 66) parsing ``LastModified``. S3 writes
+    ISO 8601 in UTC in XML bodies (``2026-11-27T22:20:35.000Z``) and RFC 1123 in headers
+    (``Fri, 27 Nov 2026 22:20:35 GMT``): the standard library parses both exactly.
+    """
+    if isinstance(value, str):
+        try:
+            if value.endswith("Z") and "T" in value:
+                return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
+            if value.endswith(" GMT"):
+                return parsedate_to_datetime(value)
+        except (ValueError, TypeError):
+            pass  # another form: botocore's parser below
+    from botocore.utils import parse_timestamp as botocore_parse
+
+    return botocore_parse(value)  # type: ignore[no-any-return]
+
+
+def fast_timestamps(session: Any) -> None:
+    """Make the clients ``session`` creates parse timestamps with :func:`parse_timestamp`:
+    botocore's documented switch (its response parser factory's ``timestamp_parser``)."""
+    session.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
 
 
 def _requester_pays(params: dict[str, Any], model: Any, **_: Any) -> None:
@@ -122,6 +153,7 @@ def _assumed_role(settings: S3Settings, session: Any, keys: dict[str, Any]) -> A
                 "expiry_time": credentials["Expiration"].isoformat()}
 
     botocore_session = get_session()
+    fast_timestamps(botocore_session)
     # botocore's own way to give a session credentials that refresh themselves.
     botocore_session._credentials = RefreshableCredentials.create_from_metadata(
         fetch(), fetch, "assume-role")
