@@ -174,6 +174,19 @@ def test_critical_path_benchmark_pins_the_sequential_round_trips() -> None:
 
 
 @pytest.mark.s3
+def test_job_commit_model_benchmark_measures_and_models() -> None:
+    out = run("job_commit_model.py", "--files", "48", "--processes", "1,2", "--model-files", "1000000",
+              "--prefixes", "1,10")
+    assert "measured: 48 files committed by 1 process(es)" in out
+    assert "measured: 48 files committed by 2 process(es)" in out
+    # One round of completions and the four round trips beside it (check beside the record,
+    # the sweep after the markers' deletion, _SUCCESS, the state's deletion).
+    assert "4 round trips in sequence beside the completions (measured)" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("this machine", "16-core driver"))]
+    assert len(rows) == 4 and all(row[-1] in ("cpu", "connections", "prefix") for row in rows), out
+
+
+@pytest.mark.s3
 def test_client_cpu_benchmark_runs_every_path() -> None:
     out = run("client_cpu.py", "--requests", "10", "--repeat", "1", "--profile", "3", "--commit-files", "16")
     names = ("store", "boto3", "trimmed", "resigned", "crt-sign", "crt-http", "floor")
