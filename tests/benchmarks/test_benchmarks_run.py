@@ -177,8 +177,8 @@ def test_critical_path_benchmark_pins_the_sequential_round_trips() -> None:
 def test_job_commit_model_benchmark_measures_and_models() -> None:
     out = run("job_commit_model.py", "--files", "48", "--processes", "1,2", "--model-files", "1000000",
               "--prefixes", "1,10")
-    assert "measured: 48 files committed by 1 process(es)" in out
-    assert "measured: 48 files committed by 2 process(es)" in out
+    assert "measured: 48 files committed with outcommit.job-commit.processes=1" in out
+    assert "measured: 48 files committed with outcommit.job-commit.processes=2" in out
     # One round of completions and the four round trips beside it (check beside the record,
     # the sweep after the markers' deletion, _SUCCESS, the state's deletion).
     assert "4 round trips in sequence beside the completions (measured)" in out

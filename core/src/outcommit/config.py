@@ -65,6 +65,11 @@ CORE_KEYS: dict[str, str] = {
     "outcommit.committer.unique-filenames": "staging committers (directory, partitioned): add the "
                                             "job id to each uploaded file's name (default true; "
                                             "the engines' file names always carry it)",
+    "outcommit.job-commit.processes": "delayed committers (magic, directory, partitioned, blocklist): "
+                                      "complete the uploads at job commit in this many processes "
+                                      "(default 1: in the driver's; each prefix whole in one of them)",
+    "outcommit.job-commit.prefix-rate": "with outcommit.job-commit.processes above 1: completions per "
+                                        "second per prefix at most (default 3500: S3's PUT rate)",
     "outcommit.success.enabled": "write the _SUCCESS report at job commit (default true)",
     "outcommit.summary-report-dir": "directory to save every job's summary report, also on failure",
     "outcommit.fileoutputcommitter.algorithm.version": "1 or 2: which rename committer 'file' means",

@@ -44,7 +44,7 @@ from outcommit.progress import Progress
 from outcommit.store import FileInfo, Store
 from outcommit.success import SuccessData
 
-from . import cleanup, conflicts, pendingsets
+from . import cleanup, conflicts, fanout, pendingsets
 from . import sweep as sweeping
 from .files import Expectations, PendingCommit
 from .layout import JobLayout
@@ -53,7 +53,7 @@ from .pendingsets import JobCommits
 from .sweep import Sweep
 
 
-class Committing(cleanup.Ending, Protocol):
+class Committing(cleanup.Ending, fanout.FanningOut, Protocol):
     """What the stages use of the committer whose job they commit
     (``DelayedCompletionCommitter``): named here, so this module needs not import it."""
 
@@ -292,10 +292,14 @@ def complete(run: JobCommit, opened: Opened) -> Completed:
         def sweep_beside() -> None:
             if c.abort_pending:
                 swept.append(ending.submit(_sweep_after_start, run, running, opened.starting))
+        exclusive = c.exclusive_completion and c.conflict_mode == "fail"
         try:
-            c.ops.complete_all(commits, progress, if_none_match=c.exclusive_completion
-                               and c.conflict_mode == "fail", unfinished=running,
-                               when_all_started=sweep_beside)
+            fan_out = fanout.processes(c.config)
+            if fan_out > 1 and len(commits) > 1:
+                fanout.complete_all(c, commits, fan_out, progress, exclusive, running, sweep_beside)
+            else:
+                c.ops.complete_all(commits, progress, if_none_match=exclusive, unfinished=running,
+                                   when_all_started=sweep_beside)
         finally:
             progress.close()
         ended.result()

@@ -31,6 +31,11 @@ class CommitOperations:
         self.dest = dest
         self.threads = threads
 
+    def complete_one(self, commit: PendingCommit, if_none_match: bool = False) -> str:
+        """Complete one upload (idempotent: ``MultipartUploads.complete``); its etag."""
+        relative_to(commit.path, self.dest)  # containment, again, right before acting
+        return self.mp.complete(commit.path, commit.upload_id, commit.etags, if_none_match)
+
     def complete_all(self, commits: Collection[PendingCommit], progress: Progress | None = None,
                      if_none_match: bool = False, unfinished: set[tuple[str, str]] | None = None,
                      when_all_started: Callable[[], object] | None = None) -> None:
@@ -44,8 +49,7 @@ class CommitOperations:
         handed to the pool (at most a window of them is then still running).
         """
         def complete(commit: PendingCommit) -> str:
-            relative_to(commit.path, self.dest)  # containment, again, right before acting
-            etag = self.mp.complete(commit.path, commit.upload_id, commit.etags, if_none_match)
+            etag = self.complete_one(commit, if_none_match)
             if unfinished is not None:
                 unfinished.discard((commit.path, commit.upload_id))
             return etag
