@@ -57,3 +57,18 @@ def test_threads_first_using_a_store_together_all_use_one_filesystem() -> None:
     for thread in threads:
         thread.join()
     assert len(seen) == 2 and seen[0] is seen[1] is store.fs
+
+
+def test_fs_path_strips_the_protocol_as_the_filesystem_does() -> None:
+    """Store.strip's one use of fsspec's implementer hook ``_strip_protocol`` (no public
+    equivalent on an instance): a URL, and a path without a protocol, of the store's fs."""
+    import fsspec
+
+    from outcommit.store import fs_path
+
+    memory = fsspec.filesystem("memory")
+    assert fs_path(memory, "memory://bucket/a/b") == "/bucket/a/b"
+    assert fs_path(memory, "/bucket/a/b") == "/bucket/a/b"
+    local = fsspec.filesystem("file")
+    assert fs_path(local, "file:///tmp/x/y") == "/tmp/x/y"
+    assert fs_path(local, "/tmp/x/y") == "/tmp/x/y"

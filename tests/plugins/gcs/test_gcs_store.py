@@ -232,3 +232,14 @@ def test_a_batch_of_deletes_is_counted_as_one_bulk_delete() -> None:
     assert statistic("POST", "/batch/storage/v1", {}) == "object_bulk_delete_request"
     assert statistic("DELETE", "/storage/v1/b/bucket/o/batch%2Fstorage%2Fv1", {}) == \
         "object_delete_request"
+
+
+def test_exclusive_creates_go_to_the_upload_url_of_gcsfs_public_base() -> None:
+    """GcsStore.create_exclusive's URL from gcsfs's public ``base``, not its private
+    ``_location``: the configured endpoint's upload API."""
+    from gcsfs import GCSFileSystem
+
+    from outcommit_gcs.store import upload_base
+
+    fs = GCSFileSystem(endpoint_url="http://127.0.0.1:9", token="anon", skip_instance_cache=True)
+    assert upload_base(fs) == "http://127.0.0.1:9/upload/storage/v1/"

@@ -86,6 +86,21 @@ CONFIG_KEYS: dict[str, str] = {
               "(rewrite + delete, destination checked first)",
 }
 
+
+def upload_base(fs: Any) -> str:
+    """The JSON API's upload URL prefix (``.../upload/storage/v1/``) of a ``GCSFileSystem``.
+
+    From its public ``base`` (``<location>/storage/v1/``: the endpoint configured, the
+    emulator's, or Google's, as gcsfs resolves it), not its private ``_location``.
+    """
+    base = str(fs.base)
+    suffix = "/storage/v1/"
+    if not base.endswith(suffix):  # a gcsfs whose base has another form: say so, never guess
+        raise RuntimeError(f"gcsfs's base URL {base!r} does not end in {suffix!r}: this gcsfs is "
+                           "not one outcommit-gcs supports for exclusive create")
+    return base[:-len(suffix)] + "/upload" + suffix
+
+
 @dataclass(frozen=True)
 class RenameSupport:
     """What the probe found: how this store renames a file."""
@@ -205,7 +220,7 @@ class GcsStore(Store):
                 + json.dumps({"name": key}).encode()
                 + b"\n--==0==\nContent-Type: application/octet-stream\n\n" + data + b"\n--==0==--")
         try:
-            self._call("POST", f"{self.fs._location}/upload/storage/v1/b/{{}}/o", bucket,
+            self._call("POST", upload_base(self.fs) + "b/{}/o", bucket,
                        uploadType="multipart", ifGenerationMatch="0", data=body,
                        headers={"Content-Type": 'multipart/related; boundary="==0=="'}, json_out=True)
         except FileExistsError:

@@ -134,7 +134,7 @@ def _requester_pays(params: dict[str, Any], model: Any, **_: Any) -> None:
 
 def _assumed_role(settings: S3Settings, session: Any, keys: dict[str, Any]) -> Any:
     """A session signing with the assumed role's credentials, refreshed before they expire."""
-    from botocore.credentials import RefreshableCredentials
+    from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
     from botocore.session import get_session
 
     sts = session.create_client("sts", endpoint_url=settings.role_sts_endpoint, region_name=settings.region,
@@ -152,11 +152,22 @@ def _assumed_role(settings: S3Settings, session: Any, keys: dict[str, Any]) -> A
                 "token": credentials["SessionToken"],
                 "expiry_time": credentials["Expiration"].isoformat()}
 
+    credentials = RefreshableCredentials.create_from_metadata(fetch(), fetch, "assume-role")
+
+    class AssumedRole(CredentialProvider):  # type: ignore[misc]
+        """The assumed role's credentials, as botocore's credential chain asks for them."""
+
+        METHOD = "assume-role"
+        CANONICAL_NAME = "outcommit-assume-role"
+
+        def load(self) -> Any:
+            return credentials
+
     botocore_session = get_session()
     fast_timestamps(botocore_session)
-    # botocore's own way to give a session credentials that refresh themselves.
-    botocore_session._credentials = RefreshableCredentials.create_from_metadata(
-        fetch(), fetch, "assume-role")
+    # The session's credential chain replaced by this one provider, through botocore's
+    # public components (not its private ``_credentials``): they refresh themselves.
+    botocore_session.register_component("credential_provider", CredentialResolver([AssumedRole()]))
     return botocore_session
 
 

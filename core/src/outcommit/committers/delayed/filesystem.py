@@ -242,7 +242,8 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         """``s3://b/k``, ``s3a://b/k``, ``abfs://c/k``, ``abfss://c@account.host/k`` -> store path.
 
         One class serves every store's schemes, so any scheme is stripped (the committer
-        checks every path it acts on against its destination).
+        checks every path it acts on against its destination). fsspec's hook for the
+        filesystems implementing it: overridden here, as fsspec's implementers do.
         """
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]
