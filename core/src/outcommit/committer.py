@@ -12,9 +12,8 @@ from typing import Any, ClassVar, Protocol
 import fsspec
 
 from . import capabilities as caps
-from . import iostats, progress
+from . import conflictmodes, iostats, jobstate, progress
 from .capabilities import Capabilities
-from .committers import journal
 from .config import Config
 from .context import JobContext, TaskAttemptContext
 from .errors import (
@@ -23,23 +22,20 @@ from .errors import (
     CorruptFileError,
     DestinationExistsError,
     JobCommitError,
-    TaskCommitError,
 )
 from .iostats import IOStatistics, merge_snapshots
-from .parallel import run_all
-from .paths import hidden_from_readers, is_hidden, is_inside, relative_to
+from .jobstate import ABORT_NOTE, JOB_MARKER, JobEvidence, attempts_in
+from .paths import is_hidden, is_inside, relative_to
 from .retry import RetryPolicy
-from .store import FileInfo, Store
+from .store import Store
 from .success import SUCCESS_FILE, SuccessData, load_success
 
 log = logging.getLogger(__name__)
 
 TEMPORARY_DIR = "_temporary"
-#: Written into a job's state by an abort that could not undo its commit (and kept it).
-ABORT_NOTE = "_abort-kept.json"
 THREADS_KEY = "outcommit.committer.threads"
 CONFLICT_KEY = "outcommit.committer.conflict-mode"
-CONFLICT_MODES = ("fail", "append", "replace")
+CONFLICT_MODES = conflictmodes.MODES
 
 
 class JobLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
@@ -245,45 +241,10 @@ class Committer:
         relative_to(full, self.dest)  # raises ContainmentError for '..' and absolute paths
         return full
 
-    def visible_children(self) -> list[FileInfo]:
-        """Entries of the destination that are data, or the _SUCCESS of an earlier job."""
-        return [c for c in self.store.list_dir(self.dest)
-                if not hidden_from_readers(c.name) or c.name == SUCCESS_FILE]
-
-    def first_data_file(self) -> FileInfo | None:
-        """The first file under the destination that readers see (None: it holds no data).
-
-        Directory by directory, stopping at the first such file: a destination with data
-        answers in a listing or two, and a directory that holds no data for readers (the
-        empty directory of an aborted job's nested destination, or only another job's
-        ``_temporary``) is not data, as conflict modes define it (``hidden_from_readers``).
-        """
-        directories = [self.dest]
-        while directories:
-            children = [c for c in self.store.list_dir(directories.pop(0))
-                        if not hidden_from_readers(c.name)]
-            for child in children:
-                if not child.is_dir:
-                    return child
-            directories.extend(c.path for c in children if c.is_dir)
-        return None
-
     def check_destination_free(self, paths: Iterable[str] | None = None) -> None:
         """Conflict mode ``fail``: refuse when the destination (or ``paths``) hold data."""
-        if self.conflict_mode != "fail":
-            return
-        if paths is None:
-            found = self.first_data_file()
-            if found is not None:
-                raise DestinationExistsError(
-                    f"destination {self.destination} already has data "
-                    f"({relative_to(found.path, self.dest)}, ...) and the conflict mode is 'fail': "
-                    "use conflict mode 'append' or 'replace', or another destination")
-            return
-        for path in paths:
-            if self.store.exists(path):
-                raise DestinationExistsError(
-                    f"{self.store.url(path)} exists and the conflict mode is 'fail'")
+        if self.conflict_mode == "fail":
+            conflictmodes.refuse_data(self.store, self.dest, self.destination, paths)
 
     def check_destination_free_of_others(self, job: JobContext) -> None:
         """:meth:`check_destination_free`, except that the output of this job's finished
@@ -296,50 +257,11 @@ class Committer:
 
     def replace_destination(self, job: JobContext) -> int:
         """Conflict mode ``replace``: delete the destination's data, what readers see
-        (``hidden_from_readers``); hidden entries stay, other jobs' temporary areas among
-        them, also inside a data directory (a job writing to a nested destination).
-
-        An earlier job's ``_SUCCESS`` first, alone: no reader may take the half-deleted
-        table for that job's output. Then its files in batches where the store has them,
-        else ``threads`` at once, and its directories (partitions) ``threads`` at once: one
-        after another, a destination of 10,000 entries is 10,000 round trips of job commit.
-        A directory with something hidden inside loses only its data files.
-        """
-        children = self.visible_children()
-        for marker in (c for c in children if c.name == SUCCESS_FILE and not c.is_dir):
-            self.store.delete(marker.path)
-        files = [c.path for c in children if not c.is_dir and c.name != SUCCESS_FILE]
-        directories = [child.path for child in children if child.is_dir]
-        if directories:
-            # Deleting a directory whole would take a running nested job's _temporary (the
-            # job then failed "not active") or its _SUCCESS with it: one listing says which.
-            data, holding = self._data_by_directory()
-            files += [path for name in holding for path in data.get(name, [])]
-            directories = [d for d in directories if posixpath.basename(d) not in holding]
-        self.store.delete_files(files, threads=self.threads)
-        run_all(lambda path: self.store.delete(path, recursive=True), directories,
-                min(self.threads, len(directories)), name="outcommit-replace")
-        removed = len(children)
+        (:func:`.conflictmodes.replace`); the entries deleted."""
+        removed = conflictmodes.replace(self.store, self.dest, self.threads)
         if removed:
             self.logger(job).info("replace: deleted %d entries of %s", removed, self.destination)
         return removed
-
-    def _data_by_directory(self) -> tuple[dict[str, list[str]], set[str]]:
-        """The data files of each top-level directory of the destination, by its name, and
-        the names of those holding something hidden from readers too. A nested dataset's
-        ``_SUCCESS`` counts as its data: it would name the files deleted with it."""
-        data: dict[str, list[str]] = {}
-        holding: set[str] = set()
-        for info in self.store.list_files(self.dest):
-            relative = relative_to(info.path, self.dest)
-            top, below, _ = relative.partition("/")
-            if not below or hidden_from_readers(top):
-                continue
-            if hidden_from_readers(relative) and posixpath.basename(relative) != SUCCESS_FILE:
-                holding.add(top)
-            else:
-                data.setdefault(top, []).append(info.path)
-        return data, holding
 
     def remove_temporary_root(self) -> None:
         """Remove ``<dest>/_temporary`` if no job is using it any more (never its contents)."""
@@ -439,10 +361,7 @@ class Committer:
 
     def _save_abort_note(self, job: JobContext, evidence: JobEvidence, kept: bool,
                          error: BaseException | None = None) -> None:
-        evidence.store.save_json(evidence.note, {
-            "jobId": job.job_id, "jobAttempt": job.attempt, "destination": self.destination,
-            "committer": self.name, "time": time.time(), "kept": kept,
-            "reason": f"{type(error).__name__}: {error}" if error else ""})
+        jobstate.save_abort_note(evidence, job, self.destination, self.name, kept, error)
 
     def interrupted_commit_kept(self, job: JobContext, error: BaseException | None = None,
                                 aborted: bool = False, began: bool = True) -> None:
@@ -483,22 +402,8 @@ class Committer:
         return None
 
     def _abort_note(self, job: JobContext) -> dict[str, Any] | None:
-        """The abort note of this job attempt (or a later one), None when there is none; a
-        note that cannot be parsed counts as one (``{}``). A later attempt set up after it
-        is a new start."""
-        evidence = self.job_evidence(job)
-        if evidence is None:
-            return None
-        try:
-            data = evidence.store.load_json(evidence.note)
-        except FileNotFoundError:
-            return None
-        except CorruptFileError:
-            return {}
-        if not isinstance(data, dict):
-            return {}
-        attempt = data.get("jobAttempt")
-        return data if not isinstance(attempt, int) or attempt >= job.attempt else None
+        """The abort note of this job attempt or a later one (:func:`.jobstate.abort_note`)."""
+        return jobstate.abort_note(self.job_evidence(job), job)
 
     def aborted(self, job: JobContext) -> bool:
         """Did an abort of this job attempt (or of a later one) begin, and either not
@@ -529,27 +434,10 @@ class Committer:
             return False
 
     def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
-        """What the state of job ``job_id`` says (``outcommit jobs``), first match:
-        ``committed`` (its ``_SUCCESS``), ``live`` (its markers), ``abort-kept`` (an abort
-        began and did not finish, or could not undo the commit), ``commit-began`` (no
-        evidence that it finished or was aborted), ``not-committed`` (its state holds a
-        file only outcommit writes), ``foreign`` (none: another tool's, such as Hadoop's
-        own ``_temporary/0``); ``unknown`` where the committer keeps no state."""
+        """What the state of job ``job_id`` says (``outcommit jobs``; :func:`.jobstate.status`)."""
         job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
-        evidence = self.job_evidence(job)
-        if evidence is None:
-            return "unknown"
-        if self.own_success(job) is not None:
-            return "committed"
-        if any(evidence.store.exists(evidence.marker(a)) for a in attempts):
-            return "live"
-        if self._abort_note(job) is not None:  # this attempt's abort (or a later one's)
-            return "abort-kept"
-        if evidence.began(attempts):
-            return "commit-began"
-        # Hadoop's FileOutputCommitter leaves _temporary/0, its S3A magic committer
-        # __magic_job-<id>: in our layouts, but not ours to judge or delete.
-        return "not-committed" if evidence.is_ours() else "foreign"
+        return jobstate.status(self.job_evidence(job), job, attempts,
+                               lambda: self.own_success(job) is not None)
 
     def abort_preview(self, job: JobContext) -> AbortPreview:
         """What aborting ``job`` would remove, read from the store and changing nothing
@@ -585,27 +473,13 @@ class Committer:
         self.remove_temporary_root()
 
     def job_owner(self, job_id: str) -> str | None:
-        """The committer that set job ``job_id`` up, as its markers say (any job attempt's,
-        however that committer names its attempt directories); None when no marker is
-        left (the job ended) or this committer keeps no state.
+        """The committer that set job ``job_id`` up, as its markers say
+        (:func:`.jobstate.owner`); None when no marker is left or this committer keeps no state.
 
         ``outcommit jobs`` acts on a job through the committer that made it: ``v1``,
         ``v2`` and ``manifest`` share ``_temporary/`` and misread each other's state (to
         ``v1``, a live ``manifest`` job looked not committed, and was aborted)."""
-        evidence = self.job_evidence(JobContext(self.destination, job_id=job_id))
-        if evidence is None:
-            return None
-        for child in evidence.store.list_dir(evidence.root):
-            if not child.is_dir:
-                continue
-            try:
-                data = evidence.store.load_json(evidence.store.join(child.path, JOB_MARKER))
-            except (OSError, CorruptFileError):
-                continue
-            name = data.get("committer") if isinstance(data, dict) else None
-            if isinstance(name, str) and name:
-                return name
-        return None
+        return jobstate.owner(self.job_evidence(JobContext(self.destination, job_id=job_id)))
 
     def committed_before(self, job: JobContext, require: Callable[[], object],
                          later_attempts: bool = True) -> SuccessData | None:
@@ -679,9 +553,6 @@ class Committer:
         return f"<{type(self).__name__} {self.name} -> {self.destination}>"
 
 
-JOB_MARKER = "_job.json"
-
-
 @dataclass(frozen=True)
 class AbortPreview:
     """What an abort of a job would remove (``Committer.abort_preview``), as URLs."""
@@ -690,255 +561,6 @@ class AbortPreview:
     published: list[str]   # destination files its interrupted commit published
     uploads: list[str]     # its own pending uploads: "url upload-id"
 
-
-@dataclass(frozen=True)
-class JobEvidence:
-    """Where a job's state lives and what in it tells its status (``Committer.job_evidence``)."""
-
-    store: Store
-    root: str                                   # the job's directory
-    marker: Callable[[int], str]                # the liveness marker of a job attempt
-    began: Callable[[Sequence[int]], bool]      # did a job commit of these attempts begin?
-    #: Names of the files only outcommit writes in a job's state (markers, commit records,
-    #: abort notes...): Hadoop's committers, whose layouts ours follow, write none of them.
-    own_names: frozenset[str] = frozenset({JOB_MARKER, ABORT_NOTE})
-
-    @property
-    def note(self) -> str:
-        """The note an abort that kept the state leaves (:data:`ABORT_NOTE`)."""
-        return self.store.join(self.root, ABORT_NOTE)
-
-    def is_ours(self) -> bool:
-        """Does the job's directory hold a file only outcommit writes, at any depth? (A
-        listing of the directory: asked only of state that shows no marker, no abort note
-        and no commit record where the committer looks for them.)"""
-        return any(info.path.rpartition("/")[2] in self.own_names
-                   for info in self.store.list_files(self.root))
-
-
-def attempts_in(store: Store, job_dir: str) -> list[int]:
-    """The job attempt numbers whose directories are in ``job_dir`` ('0', '00', '1'...)."""
-    return sorted(int(c.name) for c in store.list_dir(job_dir)
-                  if c.is_dir and c.name.isascii() and c.name.isdigit())
-
-
-class JobDirectoryCommitter(Committer):
-    """Committers that keep per-job state under ``<dest>/_temporary/<jobId>/<attempt>/``.
-
-    One directory per job id, so concurrent jobs to one destination never meet. A marker
-    file written at job setup and deleted with the job directory lets task and job calls
-    refuse to act for a job that was never set up, or is already committed or aborted.
-    """
-
-    def job_dir(self, job_id: str) -> str:
-        return self.store.join(self.dest, TEMPORARY_DIR, job_id)
-
-    def attempt_dir_name(self, attempt: int) -> str:
-        return str(attempt)
-
-    def job_attempt_dir(self, job: JobContext, attempt: int | None = None) -> str:
-        number = job.attempt if attempt is None else attempt
-        return self.store.join(self.job_dir(job.job_id), self.attempt_dir_name(number))
-
-    def check_destination_on_setup(self, job: JobContext) -> None:
-        """Conflict mode ``fail`` at job setup, unless the job's publish has begun.
-
-        A later attempt of a job whose commit began (or finished: its ``_SUCCESS``) finds
-        the job's own files there.
-        """
-        if not journal.exists(self.store, self.job_dir(job.job_id)):
-            self.check_destination_free_of_others(job)
-
-    # -- the publish journal (rename committers) --------------------------------------
-    def load_journal(self, job: JobContext) -> journal.Journal | None:
-        return journal.load(self.store, self.job_dir(job.job_id), job.job_id, self.dest)
-
-    def save_journal(self, job: JobContext, entries: Iterable[journal.Entry]) -> journal.Journal:
-        return journal.save(self.store, self.job_dir(job.job_id), job.job_id, entries)
-
-    def journal_sources(self, job: JobContext) -> Callable[[journal.Entry], Sequence[str]]:
-        """Where a journaled file may still wait to be published (not moved yet)."""
-        return lambda entry: [entry.source]
-
-    def setup_job(self, job: JobContext) -> None:
-        self.check_summary_report_dir()
-        self.check_destination_on_setup(job)
-        attempt_dir = self.job_attempt_dir(job)
-        self.store.mkdirs(attempt_dir)
-        self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
-                             {"jobId": job.job_id, "jobAttempt": job.attempt,
-                              "committer": self.name, "destination": self.destination})
-        self.log_setup(job, self.store.url(attempt_dir))
-
-    def job_marker(self, job: JobContext, attempt: int | None = None) -> str:
-        return self.store.join(self.job_attempt_dir(job, attempt), JOB_MARKER)
-
-    def is_active(self, job: JobContext) -> bool:
-        return self.store.exists(self.job_marker(job))
-
-    def require_job(self, job: JobContext, error: type[CommitError]) -> str:
-        """The job attempt directory, or ``error`` when the job is not active."""
-        if not self.is_active(job):
-            raise error(
-                f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
-                "it was never set up, or it has already been committed or aborted")
-        return self.job_attempt_dir(job)
-
-    def cleanup_job(self, job: JobContext) -> None:
-        """End the job, then delete its temporary state (never raises: runs on failure paths).
-
-        Unless a job commit began (its journal) and neither finished (the job's
-        ``_SUCCESS``) nor was undone by ``abort_job`` (which deletes the journal with the
-        rest): that state is the evidence an abort needs, so only the job ends.
-        """
-        began = False
-        try:
-            began = journal.exists(self.store, self.job_dir(job.job_id))
-            interrupted, error = began and self.own_success(job) is None, None
-        except Exception as exc:  # cannot tell: keep what may be evidence
-            interrupted, error = True, exc
-        if interrupted:
-            self.end_job(job)
-            self.interrupted_commit_kept(job, error, began=began)
-            return
-        self.end_job_and_delete_state(job)
-
-    def cleanup_committed_job(self, job: JobContext) -> None:
-        self.end_job_and_delete_state(job)
-
-    def job_evidence(self, job: JobContext) -> JobEvidence:
-        job_dir = self.job_dir(job.job_id)
-        return JobEvidence(self.store, job_dir, lambda attempt: self.job_marker(job, attempt),
-                           lambda _attempts: journal.exists(self.store, job_dir),
-                           frozenset({JOB_MARKER, ABORT_NOTE, journal.JOURNAL_FILE}))
-
-    def leftover_jobs(self) -> dict[str, list[int]]:
-        root = self.store.join(self.dest, TEMPORARY_DIR)
-        if not self.store.exists(root):
-            return {}
-        return {job.name: attempts_in(self.store, job.path)
-                for job in self.store.list_dir(root) if job.is_dir}
-
-    def end_job(self, job: JobContext) -> bool:
-        """Delete the job's markers, every attempt's (never raises). False: it failed."""
-        try:
-            for attempt in range(job.attempt + 1):
-                self.store.delete(self.job_marker(job, attempt))
-        except Exception:
-            self.logger(job).warning("ending job %s failed", job.job_id, exc_info=True)
-            return False
-        return True
-
-    def end_job_and_delete_state(self, job: JobContext) -> None:
-        """End the job, then delete its temporary state (never raises).
-
-        The job's markers go first. A straggling attempt checks the marker *after* each
-        write that it makes (write, then check): one that still saw the marker wrote
-        before the deletion below listed the job's directory, so it is deleted with it;
-        one that did not removes what it wrote itself (``abandon_if_job_ended``).
-        """
-        if self.end_job(job):
-            self.delete_ended_state(job)
-
-    def delete_ended_state(self, job: JobContext) -> None:
-        """Delete the job's temporary state, once it has ended (never raises)."""
-        try:
-            self.delete_job_state(job)
-            self.remove_temporary_root()
-        except Exception:
-            self.logger(job).warning("cleanup of %s failed", self.job_dir(job.job_id), exc_info=True)
-
-    def delete_job_state(self, job: JobContext) -> None:
-        """Delete the job's temporary directory, all attempts."""
-        self.store.delete(self.job_dir(job.job_id), recursive=True)
-
-    def prune_job_dir(self, job: JobContext) -> None:
-        """Remove the empty directories a straggler left in a finished job's tree.
-
-        Only directories that are empty go (``Store.delete_empty_dir``): never a file, and
-        never the directory of a job that is still running.
-        """
-        def prune(path: str) -> None:
-            for child in self.store.list_dir(path):
-                if child.is_dir:
-                    prune(child.path)
-            self.store.delete_empty_dir(path)
-
-        prune(self.job_dir(job.job_id))
-        self.remove_temporary_root()
-
-    def abandon_if_job_ended(self, task: TaskAttemptContext, created: Sequence[str]) -> None:
-        """Write, then check: raise if the job ended while ``task`` created ``created``.
-
-        A straggling attempt whose job was committed or aborted meanwhile must not leave
-        its files in the finished job's directory: they are deleted, with the empty
-        directories they needed, before the error is raised.
-        """
-        if self.is_active(task.job):
-            return
-        for path in created:
-            self.store.delete(path, recursive=True)
-        self.prune_job_dir(task.job)
-        raise TaskCommitError(f"job {task.job_id} ended while task attempt {task.attempt_id} was "
-                              f"committing to {self.destination}: its output was discarded")
-
-    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
-        """The journal's files this job moved into the destination (what ``abort_job``
-        rolls back); a corrupt journal raises, as the abort would fail on it."""
-        published = self.load_journal(job)
-        if published is None:
-            return []
-        sources = self.journal_sources(job)
-        return [entry.dest for entry in published.entries
-                if journal.published_by_us(self.store, entry, sources(entry))]
-
-    def abort_job(self, job: JobContext) -> None:
-        """Remove what an interrupted job commit already published, then the job's state.
-
-        A commit that wrote the job's ``_SUCCESS`` was not interrupted but finished (its
-        driver died cleaning up): its output stays, and only the state is deleted. Where
-        the interrupted commit cannot be undone (the store fails, its journal is corrupt,
-        ``_SUCCESS`` cannot be read), the job ends but its state stays, for another abort.
-        Never raises: it runs on failure paths. Its note first, then the markers (from
-        now on stragglers stop), then the rollback: an abort that dies midway leaves a job
-        that is over and says it was aborted.
-        """
-        self.begin_abort(job)
-        ended = self.end_job(job)
-        try:
-            published = self.load_journal(job)
-            if published is not None and not self.kept_on_abort(job):
-                removed = journal.rollback(self.store, published, self.journal_sources(job))
-                self.logger(job).warning("abort: removed %d files an interrupted job commit had "
-                                         "published to %s", removed, self.destination)
-        except Exception as exc:
-            self.interrupted_commit_kept(job, exc, aborted=True)
-            return
-        if ended:  # else a straggler may still write: the state stays for another cleanup
-            self.delete_ended_state(job)
-
-    # -- task: the attempt writes into its own directory ---------------------------------
-    def task_attempt_dir(self, task: TaskAttemptContext) -> str:
-        raise NotImplementedError
-
-    def work_path(self, task: TaskAttemptContext) -> str:
-        return self.task_attempt_dir(task)
-
-    def setup_task(self, task: TaskAttemptContext) -> None:
-        self.require_job(task.job, TaskCommitError)
-        self.store.mkdirs(self.task_attempt_dir(task))
-
-    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
-        return bool(self.store.list_files(self.task_attempt_dir(task)))
-
-    def abort_task(self, task: TaskAttemptContext) -> None:
-        try:
-            self.store.delete(self.task_attempt_dir(task), recursive=True)
-            if not self.is_active(task.job):
-                # A straggler of a finished job: the directories its writes created go too.
-                self.prune_job_dir(task.job)
-        except Exception:  # abort never raises: it runs on failure paths
-            self.logger(task).warning("abort of %s failed", task.attempt_id, exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -962,5 +584,5 @@ class CommitterSpec:
                    config_keys=dict(config_keys or {}))
 
 
-__all__ = ["JOB_MARKER", "TEMPORARY_DIR", "AbortPreview", "Committer", "CommitterSpec",
-           "JobDirectoryCommitter", "caps", "is_hidden", "is_inside", "relative_to"]
+__all__ = ["ABORT_NOTE", "JOB_MARKER", "TEMPORARY_DIR", "AbortPreview", "Committer", "CommitterSpec",
+           "JobEvidence", "attempts_in", "caps", "is_hidden", "is_inside", "relative_to"]

@@ -26,9 +26,10 @@ from typing import Any
 
 from .. import capabilities as caps
 from ..capabilities import Capabilities
-from ..committer import TEMPORARY_DIR, Committer, JobDirectoryCommitter, is_hidden, relative_to
+from ..committer import TEMPORARY_DIR, Committer, is_hidden, relative_to
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
+from ..jobdir import JobDirectoryCommitter
 from ..parallel import run_all
 from ..progress import Progress
 from ..retry import RetryLater, RetryPolicy

@@ -17,8 +17,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from outcommit import capabilities as caps
-from outcommit.committer import JobEvidence
 from outcommit.context import JobContext
+from outcommit.jobstate import JobEvidence
 from outcommit.store import FileInfo, Store
 
 from .files import PENDING_SUFFIX, PENDINGSET_SUFFIX, Expectations, PendingCommit

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.committer import ABORT_NOTE, Committer, JobEvidence, attempts_in
+from outcommit.committer import Committer
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
@@ -27,6 +27,7 @@ from outcommit.errors import (
     CorruptFileError,
     TaskCommitError,
 )
+from outcommit.jobstate import ABORT_NOTE, JobEvidence, attempts_in
 from outcommit.multipart import MultipartUploads
 from outcommit.paths import is_inside
 from outcommit.store import Store

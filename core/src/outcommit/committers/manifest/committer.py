@@ -27,10 +27,11 @@ from typing import Any
 
 from ... import capabilities as caps
 from ...capabilities import Capabilities
-from ...committer import JobDirectoryCommitter, relative_to
+from ...committer import relative_to
 from ...config import Config
 from ...context import JobContext, TaskAttemptContext
 from ...errors import JobCommitError, TaskCommitError
+from ...jobdir import JobDirectoryCommitter
 from ...progress import Progress
 from ...retry import RetryPolicy
 from ...store import FileInfo, Store

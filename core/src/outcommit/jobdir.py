@@ -1,0 +1,238 @@
+"""Committers that keep per-job state under ``<dest>/_temporary/<jobId>/<attempt>/``
+(v1, v2, manifest): the layout, its markers, cleanup, and the abort's rollback through
+the publish journal."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+
+from .committer import TEMPORARY_DIR, Committer
+from .committers import journal
+from .context import JobContext, TaskAttemptContext
+from .errors import CommitError, TaskCommitError
+from .jobstate import ABORT_NOTE, JOB_MARKER, JobEvidence, attempts_in
+
+log = logging.getLogger(__name__)
+
+
+class JobDirectoryCommitter(Committer):
+    """Committers that keep per-job state under ``<dest>/_temporary/<jobId>/<attempt>/``.
+
+    One directory per job id, so concurrent jobs to one destination never meet. A marker
+    file written at job setup and deleted with the job directory lets task and job calls
+    refuse to act for a job that was never set up, or is already committed or aborted.
+    """
+
+    def job_dir(self, job_id: str) -> str:
+        return self.store.join(self.dest, TEMPORARY_DIR, job_id)
+
+    def attempt_dir_name(self, attempt: int) -> str:
+        return str(attempt)
+
+    def job_attempt_dir(self, job: JobContext, attempt: int | None = None) -> str:
+        number = job.attempt if attempt is None else attempt
+        return self.store.join(self.job_dir(job.job_id), self.attempt_dir_name(number))
+
+    def check_destination_on_setup(self, job: JobContext) -> None:
+        """Conflict mode ``fail`` at job setup, unless the job's publish has begun.
+
+        A later attempt of a job whose commit began (or finished: its ``_SUCCESS``) finds
+        the job's own files there.
+        """
+        if not journal.exists(self.store, self.job_dir(job.job_id)):
+            self.check_destination_free_of_others(job)
+
+    # -- the publish journal (rename committers) --------------------------------------
+    def load_journal(self, job: JobContext) -> journal.Journal | None:
+        return journal.load(self.store, self.job_dir(job.job_id), job.job_id, self.dest)
+
+    def save_journal(self, job: JobContext, entries: Iterable[journal.Entry]) -> journal.Journal:
+        return journal.save(self.store, self.job_dir(job.job_id), job.job_id, entries)
+
+    def journal_sources(self, job: JobContext) -> Callable[[journal.Entry], Sequence[str]]:
+        """Where a journaled file may still wait to be published (not moved yet)."""
+        return lambda entry: [entry.source]
+
+    def setup_job(self, job: JobContext) -> None:
+        self.check_summary_report_dir()
+        self.check_destination_on_setup(job)
+        attempt_dir = self.job_attempt_dir(job)
+        self.store.mkdirs(attempt_dir)
+        self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
+                             {"jobId": job.job_id, "jobAttempt": job.attempt,
+                              "committer": self.name, "destination": self.destination})
+        self.log_setup(job, self.store.url(attempt_dir))
+
+    def job_marker(self, job: JobContext, attempt: int | None = None) -> str:
+        return self.store.join(self.job_attempt_dir(job, attempt), JOB_MARKER)
+
+    def is_active(self, job: JobContext) -> bool:
+        return self.store.exists(self.job_marker(job))
+
+    def require_job(self, job: JobContext, error: type[CommitError]) -> str:
+        """The job attempt directory, or ``error`` when the job is not active."""
+        if not self.is_active(job):
+            raise error(
+                f"job {job.job_id} attempt {job.attempt} is not active at {self.destination}: "
+                "it was never set up, or it has already been committed or aborted")
+        return self.job_attempt_dir(job)
+
+    def cleanup_job(self, job: JobContext) -> None:
+        """End the job, then delete its temporary state (never raises: runs on failure paths).
+
+        Unless a job commit began (its journal) and neither finished (the job's
+        ``_SUCCESS``) nor was undone by ``abort_job`` (which deletes the journal with the
+        rest): that state is the evidence an abort needs, so only the job ends.
+        """
+        began = False
+        try:
+            began = journal.exists(self.store, self.job_dir(job.job_id))
+            interrupted, error = began and self.own_success(job) is None, None
+        except Exception as exc:  # cannot tell: keep what may be evidence
+            interrupted, error = True, exc
+        if interrupted:
+            self.end_job(job)
+            self.interrupted_commit_kept(job, error, began=began)
+            return
+        self.end_job_and_delete_state(job)
+
+    def cleanup_committed_job(self, job: JobContext) -> None:
+        self.end_job_and_delete_state(job)
+
+    def job_evidence(self, job: JobContext) -> JobEvidence:
+        job_dir = self.job_dir(job.job_id)
+        return JobEvidence(self.store, job_dir, lambda attempt: self.job_marker(job, attempt),
+                           lambda _attempts: journal.exists(self.store, job_dir),
+                           frozenset({JOB_MARKER, ABORT_NOTE, journal.JOURNAL_FILE}))
+
+    def leftover_jobs(self) -> dict[str, list[int]]:
+        root = self.store.join(self.dest, TEMPORARY_DIR)
+        if not self.store.exists(root):
+            return {}
+        return {job.name: attempts_in(self.store, job.path)
+                for job in self.store.list_dir(root) if job.is_dir}
+
+    def end_job(self, job: JobContext) -> bool:
+        """Delete the job's markers, every attempt's (never raises). False: it failed."""
+        try:
+            for attempt in range(job.attempt + 1):
+                self.store.delete(self.job_marker(job, attempt))
+        except Exception:
+            self.logger(job).warning("ending job %s failed", job.job_id, exc_info=True)
+            return False
+        return True
+
+    def end_job_and_delete_state(self, job: JobContext) -> None:
+        """End the job, then delete its temporary state (never raises).
+
+        The job's markers go first. A straggling attempt checks the marker *after* each
+        write that it makes (write, then check): one that still saw the marker wrote
+        before the deletion below listed the job's directory, so it is deleted with it;
+        one that did not removes what it wrote itself (``abandon_if_job_ended``).
+        """
+        if self.end_job(job):
+            self.delete_ended_state(job)
+
+    def delete_ended_state(self, job: JobContext) -> None:
+        """Delete the job's temporary state, once it has ended (never raises)."""
+        try:
+            self.delete_job_state(job)
+            self.remove_temporary_root()
+        except Exception:
+            self.logger(job).warning("cleanup of %s failed", self.job_dir(job.job_id), exc_info=True)
+
+    def delete_job_state(self, job: JobContext) -> None:
+        """Delete the job's temporary directory, all attempts."""
+        self.store.delete(self.job_dir(job.job_id), recursive=True)
+
+    def prune_job_dir(self, job: JobContext) -> None:
+        """Remove the empty directories a straggler left in a finished job's tree.
+
+        Only directories that are empty go (``Store.delete_empty_dir``): never a file, and
+        never the directory of a job that is still running.
+        """
+        def prune(path: str) -> None:
+            for child in self.store.list_dir(path):
+                if child.is_dir:
+                    prune(child.path)
+            self.store.delete_empty_dir(path)
+
+        prune(self.job_dir(job.job_id))
+        self.remove_temporary_root()
+
+    def abandon_if_job_ended(self, task: TaskAttemptContext, created: Sequence[str]) -> None:
+        """Write, then check: raise if the job ended while ``task`` created ``created``.
+
+        A straggling attempt whose job was committed or aborted meanwhile must not leave
+        its files in the finished job's directory: they are deleted, with the empty
+        directories they needed, before the error is raised.
+        """
+        if self.is_active(task.job):
+            return
+        for path in created:
+            self.store.delete(path, recursive=True)
+        self.prune_job_dir(task.job)
+        raise TaskCommitError(f"job {task.job_id} ended while task attempt {task.attempt_id} was "
+                              f"committing to {self.destination}: its output was discarded")
+
+    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
+        """The journal's files this job moved into the destination (what ``abort_job``
+        rolls back); a corrupt journal raises, as the abort would fail on it."""
+        published = self.load_journal(job)
+        if published is None:
+            return []
+        sources = self.journal_sources(job)
+        return [entry.dest for entry in published.entries
+                if journal.published_by_us(self.store, entry, sources(entry))]
+
+    def abort_job(self, job: JobContext) -> None:
+        """Remove what an interrupted job commit already published, then the job's state.
+
+        A commit that wrote the job's ``_SUCCESS`` was not interrupted but finished (its
+        driver died cleaning up): its output stays, and only the state is deleted. Where
+        the interrupted commit cannot be undone (the store fails, its journal is corrupt,
+        ``_SUCCESS`` cannot be read), the job ends but its state stays, for another abort.
+        Never raises: it runs on failure paths. Its note first, then the markers (from
+        now on stragglers stop), then the rollback: an abort that dies midway leaves a job
+        that is over and says it was aborted.
+        """
+        self.begin_abort(job)
+        ended = self.end_job(job)
+        try:
+            published = self.load_journal(job)
+            if published is not None and not self.kept_on_abort(job):
+                removed = journal.rollback(self.store, published, self.journal_sources(job))
+                self.logger(job).warning("abort: removed %d files an interrupted job commit had "
+                                         "published to %s", removed, self.destination)
+        except Exception as exc:
+            self.interrupted_commit_kept(job, exc, aborted=True)
+            return
+        if ended:  # else a straggler may still write: the state stays for another cleanup
+            self.delete_ended_state(job)
+
+    # -- task: the attempt writes into its own directory ---------------------------------
+    def task_attempt_dir(self, task: TaskAttemptContext) -> str:
+        raise NotImplementedError
+
+    def work_path(self, task: TaskAttemptContext) -> str:
+        return self.task_attempt_dir(task)
+
+    def setup_task(self, task: TaskAttemptContext) -> None:
+        self.require_job(task.job, TaskCommitError)
+        self.store.mkdirs(self.task_attempt_dir(task))
+
+    def needs_task_commit(self, task: TaskAttemptContext) -> bool:
+        return bool(self.store.list_files(self.task_attempt_dir(task)))
+
+    def abort_task(self, task: TaskAttemptContext) -> None:
+        try:
+            self.store.delete(self.task_attempt_dir(task), recursive=True)
+            if not self.is_active(task.job):
+                # A straggler of a finished job: the directories its writes created go too.
+                self.prune_job_dir(task.job)
+        except Exception:  # abort never raises: it runs on failure paths
+            self.logger(task).warning("abort of %s failed", task.attempt_id, exc_info=True)
+
+
+__all__ = ["JobDirectoryCommitter"]
