@@ -685,3 +685,16 @@ def test_a_magic_job_whose_cleanup_died_after_its_markers_is_still_ours(config, 
     conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
     assert cli_main(["jobs", "abort", url, job.job_id, "--committer", "magic", "--force", *conf]) == 0
     assert outcome(url, config) == ({}, [])
+
+
+@pytest.mark.parametrize("name", ["magic", "directory", "partitioned"])
+def test_a_store_without_exclusive_create_is_refused_by_the_delayed_committers(name, s3_config, s3_root):
+    """They publish pendingsets, claims and the commit record with create_exclusive: a
+    store that cannot create exclusively is refused before any job, naming it."""
+    from outcommit import capabilities as caps
+    from outcommit.errors import UnsafeCommitterError
+
+    store = outcommit.open_store(s3_root, s3_config)
+    store.capabilities = store.capabilities.without(caps.CREATE_EXCLUSIVE)
+    with pytest.raises(UnsafeCommitterError, match=r"fs\.create\.exclusive \(exclusive create\)"):
+        outcommit.create_committer(s3_root, s3_config, name, store=store)

@@ -50,7 +50,8 @@ class BlockListCommitter(MagicCommitterBase):
     """Stage blocks under the final names at task time; one Put Block List per file at job commit."""
 
     name = "blocklist"
-    requires: ClassVar[tuple[str, ...]] = (caps.BLOCKLIST_DELAYED_COMPLETION, caps.LISTING_CONSISTENT)
+    requires: ClassVar[tuple[str, ...]] = (caps.BLOCKLIST_DELAYED_COMPLETION, caps.CREATE_EXCLUSIVE,
+                                           caps.LISTING_CONSISTENT)
     in_memory_key = IN_MEMORY_KEY
     upload_threads_key = UPLOAD_THREADS_KEY
     inline_limit_key = INLINE_LIMIT_KEY

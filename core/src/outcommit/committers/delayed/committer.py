@@ -50,7 +50,8 @@ class DelayedCompletionCommitter(Committer):
     that needs (``requires``) and the names of its two settings.
     """
 
-    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION,)
+    #: Pendingsets, claims and the commit record are published with an exclusive create.
+    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION, caps.CREATE_EXCLUSIVE)
     capabilities = Capabilities.of(
         caps.TASK_COMMIT_REPEATABLE,
         caps.JOB_COMMIT_REPEATABLE,

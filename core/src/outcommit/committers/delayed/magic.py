@@ -35,7 +35,8 @@ from .tracker import AttemptUploads
 class MagicCommitterBase(DelayedCompletionCommitter):
     """Stream to pending uploads through magic paths, complete them at job commit."""
 
-    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION, caps.LISTING_CONSISTENT)
+    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION, caps.CREATE_EXCLUSIVE,
+                                           caps.LISTING_CONSISTENT)
     job_dir_prefix = f"{MAGIC}_job-"
     #: Key: keep an attempt's uploads in the memory of the process that set it up.
     in_memory_key: ClassVar[str] = ""

@@ -13,7 +13,7 @@ from ..settings import ABORT_PENDING, ABORT_PENDING_SCOPE, INLINE_LIMIT
 class MultipartCommitter(DelayedCompletionCommitter):
     """Base of the committers that complete S3 multipart uploads at job commit."""
 
-    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION,)
+    requires: ClassVar[tuple[str, ...]] = (caps.MULTIPART_DELAYED_COMPLETION, caps.CREATE_EXCLUSIVE)
     abort_pending_key = ABORT_PENDING
     sweep_scope_key = ABORT_PENDING_SCOPE
     inline_limit_key = INLINE_LIMIT

@@ -25,6 +25,6 @@ class MagicCommitter(MultipartCommitter, MagicCommitterBase):
     """S3A's magic committer: stream to pending multipart uploads, complete at job commit."""
 
     name = "magic"
-    requires = (caps.MULTIPART_DELAYED_COMPLETION, caps.LISTING_CONSISTENT)
+    requires = (caps.MULTIPART_DELAYED_COMPLETION, caps.CREATE_EXCLUSIVE, caps.LISTING_CONSISTENT)
     in_memory_key = MAGIC_IN_MEMORY
     upload_threads_key = MAGIC_UPLOAD_THREADS
