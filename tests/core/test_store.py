@@ -45,9 +45,9 @@ def test_threads_first_using_a_store_together_all_use_one_filesystem() -> None:
     both_making = threading.Barrier(2, timeout=60)
 
     class Racing(MemoryStore):
-        def _make_filesystem(self):  # type: ignore[no-untyped-def]
+        def make_filesystem(self):  # type: ignore[no-untyped-def]
             both_making.wait()  # both threads are past the check: each makes its own
-            return type(super()._make_filesystem())(skip_instance_cache=True)
+            return type(super().make_filesystem())(skip_instance_cache=True)
 
     store = Racing("memory://shared/fs")
     seen: list[object] = []
@@ -72,3 +72,14 @@ def test_fs_path_strips_the_protocol_as_the_filesystem_does() -> None:
     local = fsspec.filesystem("file")
     assert fs_path(local, "file:///tmp/x/y") == "/tmp/x/y"
     assert fs_path(local, "/tmp/x/y") == "/tmp/x/y"
+
+
+def test_an_override_under_an_old_private_name_is_refused_with_the_new_name() -> None:
+    """Store extension points are public methods: a plugin still overriding the private
+    name would never be called, so its class is refused, naming the method to override."""
+    from outcommit.store import Store
+
+    with pytest.raises(TypeError, match=r"Store\.make_filesystem now; rename the override"):
+        class Old(Store):
+            def _make_filesystem(self) -> object:
+                return object()

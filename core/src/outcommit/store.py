@@ -76,6 +76,11 @@ class ObjectMetadata(Protocol):
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None: ...
 
+#: Extension points a store plugin overrode under private names until issue 28: old -> new.
+RENAMED_EXTENSION_POINTS = {"_make_filesystem": "make_filesystem", "_to_info": "to_info",
+                            "_tree": "tree", "_delete_directory": "delete_directory",
+                            "_delete_file": "delete_file"}
+
 _KEEPING_FILESYSTEM = threading.Lock()  # held for an assignment, never across a request
 
 _THROTTLE_MARKERS = ("SlowDown", "ServerBusy", "TooManyRequests", "Too Many Requests",
@@ -119,14 +124,24 @@ class Store:
         """
         fs = self._fs
         if fs is None:
-            made = self._make_filesystem()
+            made = self.make_filesystem()
             with _KEEPING_FILESYSTEM:
                 if self._fs is None:
                     self._fs = made
                 fs = self._fs
         return fs
 
-    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+    # -- extension points: what a store plugin overrides (docs/plugins.md) ------------
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for old, new in RENAMED_EXTENSION_POINTS.items():
+            if old in vars(cls):  # an override under the old name would never be called
+                raise TypeError(f"{cls.__module__}.{cls.__qualname__}.{old}: the extension point "
+                                f"is the public Store.{new} now; rename the override")
+
+    def make_filesystem(self) -> fsspec.AbstractFileSystem:
+        """Extension point: the fsspec filesystem of this store, made on first use (import
+        SDKs here, never at module import). Default: fsspec's for the scheme."""
         return fsspec.filesystem(self.scheme)
 
     def has_capability(self, name: str) -> bool:
@@ -180,7 +195,9 @@ class Store:
         return UnsupportedNameError(f"{self.url(path)}: {what}; {fix}")
 
     # -- reading -----------------------------------------------------------------
-    def _to_info(self, entry: Mapping[str, Any]) -> FileInfo:
+    def to_info(self, entry: Mapping[str, Any]) -> FileInfo:
+        """Extension point: one fsspec listing or ``info`` entry as a :class:`FileInfo`
+        (a store whose etag lives under another key maps it here)."""
         is_dir = entry.get("type") == "directory"
         etag = entry.get("ETag") or entry.get("etag") or entry.get("md5Hash")
         if isinstance(etag, str):
@@ -192,7 +209,7 @@ class Store:
         """Status of ``path``, or None when nothing is there."""
         self.check_name(path)
         try:
-            return self._to_info(self.fs.info(path))
+            return self.to_info(self.fs.info(path))
         except (FileNotFoundError, NotADirectoryError):  # a path under a file: nothing there
             return None
 
@@ -229,7 +246,7 @@ class Store:
         own = path.rstrip("/")
         # Only the directory's own children: adlfs answers the listing of a directory that
         # does not exist with what its name is a prefix of (dataset1 -> dataset1.bak/...).
-        return sorted((self._to_info(e) for e in entries
+        return sorted((self.to_info(e) for e in entries
                        if str(e["name"]).rstrip("/").rpartition("/")[0] == own),
                       key=lambda i: i.path)
 
@@ -244,7 +261,7 @@ class Store:
         # ``.../dataset1`` with a prefix search that also returns ``.../dataset10/...``.
         own = path.rstrip("/")
         below = own + "/"
-        return sorted((self._to_info(e) for e in found.values() if e.get("type") != "directory"
+        return sorted((self.to_info(e) for e in found.values() if e.get("type") != "directory"
                        and (str(e["name"]).startswith(below) or str(e["name"]) == own)),
                       key=lambda i: i.path)
 
@@ -319,7 +336,7 @@ class Store:
             raise FileExistsError(f"rename destination exists: {dst}")
         self.mkdirs(posixpath.dirname(dst))
         self.fs.cp_file(src, dst)
-        self._delete_file(src)
+        self.delete_file(src)
 
     def rename_dir(self, src: str, dst: str) -> None:
         """Rename a directory to a path that does not exist: file by file here (see
@@ -336,23 +353,24 @@ class Store:
         """Delete the file ``path`` (with ``recursive``: the tree below it too); a missing
         path is not an error. Exactly ``path``: never what a pattern in its name matches.
 
-        Here: the tree from one listing (:meth:`_tree`), its files deleted one ``rm_file``
+        Here: the tree from one listing (:meth:`tree`), its files deleted one ``rm_file``
         each (in batches where the store declares ``fs.delete.batch``), then its
         directories deepest first, each only once empty (:meth:`delete_empty_dir`: nothing
         to do on an object store), then ``path`` itself if it is a file.
         """
         self.check_name(path)
         if recursive:
-            files, directories = self._tree(path)
+            files, directories = self.tree(path)
             if files:
                 self.delete_files(files)
             for directory in sorted(directories, key=lambda d: d.count("/"), reverse=True):
-                self._delete_directory(directory)
-        self._delete_file(path)
+                self.delete_directory(directory)
+        self.delete_file(path)
 
-    def _tree(self, path: str) -> tuple[list[str], list[str]]:
-        """(the files strictly below ``path``, its directories and itself if it is one):
-        one fsspec ``find`` (one path, no pattern)."""
+    def tree(self, path: str) -> tuple[list[str], list[str]]:
+        """Extension point of ``delete(recursive=True)``: (the files strictly below
+        ``path``, its directories and itself if it is one). Default: one fsspec ``find``
+        (one path, no pattern)."""
         own = path.rstrip("/")
         try:
             found = self.fs.find(path, withdirs=True, detail=True)
@@ -370,13 +388,15 @@ class Store:
                 (directories if entry.get("type") == "directory" else files).append(name)
         return [f for f in files if f != own], directories
 
-    def _delete_directory(self, path: str) -> None:
-        """A directory of a tree being deleted, its files gone: only if empty (another job
-        may be creating something inside), as :meth:`delete_empty_dir` does."""
+    def delete_directory(self, path: str) -> None:
+        """Extension point of ``delete(recursive=True)``: a directory of a tree being
+        deleted, its files gone: only if empty (another job may be creating something
+        inside), as :meth:`delete_empty_dir` does."""
         self.delete_empty_dir(path)
 
-    def _delete_file(self, path: str) -> None:
-        """One ``rm_file``: fsspec's only delete that takes its path as a name."""
+    def delete_file(self, path: str) -> None:
+        """Extension point of ``delete``: one file, exactly the named path, missing is fine.
+        Default: one ``rm_file``, fsspec's only delete that takes its path as a name."""
         try:
             self.fs.rm_file(path)
         except FileNotFoundError:

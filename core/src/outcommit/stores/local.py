@@ -51,7 +51,7 @@ class LocalStore(Store):
     capabilities = LOCAL_CAPABILITIES
     default_committer = "v1"
 
-    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+    def make_filesystem(self) -> fsspec.AbstractFileSystem:
         return fsspec.filesystem("file", auto_mkdir=True)
 
     def strip(self, url: str) -> str:

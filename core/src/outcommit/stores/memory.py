@@ -34,7 +34,7 @@ class MemoryStore(Store):
     capabilities = MEMORY_CAPABILITIES
     default_committer = "v1"
 
-    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+    def make_filesystem(self) -> fsspec.AbstractFileSystem:
         return fsspec.filesystem("memory")
 
     def url(self, path: str) -> str:

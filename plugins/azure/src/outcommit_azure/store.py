@@ -130,7 +130,7 @@ class AzureStore(Store):
                 options[option] = value
         return options
 
-    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+    def make_filesystem(self) -> fsspec.AbstractFileSystem:
         from adlfs import AzureBlobFileSystem
 
         _ = self.service  # its endpoint is probed once, before any request
@@ -398,7 +398,7 @@ class AzureStore(Store):
     delete = translated(Store.delete)
     delete_files = translated(Store.delete_files)
 
-    def _tree(self, path: str) -> tuple[list[str], list[str]]:
+    def tree(self, path: str) -> tuple[list[str], list[str]]:
         """(the blobs below ``path``, its folder blobs): one listing of the Blob API."""
         from azure.core.exceptions import ResourceNotFoundError
 
@@ -413,11 +413,11 @@ class AzureStore(Store):
         return ([f"{container}/{b.name}" for b in blobs if b.name not in folders],
                 [f"{container}/{name}" for name in sorted(folders)])
 
-    def _delete_directory(self, path: str) -> None:
+    def delete_directory(self, path: str) -> None:
         """A folder blob (HNS accounts, markers of other tools), its contents deleted first."""
-        self._delete_file(path)
+        self.delete_file(path)
 
-    def _delete_file(self, path: str) -> None:
+    def delete_file(self, path: str) -> None:
         from azure.core.exceptions import ResourceNotFoundError
 
         try:

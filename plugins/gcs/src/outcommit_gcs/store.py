@@ -132,7 +132,7 @@ class GcsStore(Store):
     def capabilities(self) -> Capabilities:  # type: ignore[override]
         return GCS_CAPABILITIES.with_(caps.CREATE_EXCLUSIVE) if self.preconditions else GCS_CAPABILITIES
 
-    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+    def make_filesystem(self) -> fsspec.AbstractFileSystem:
         # gcsfs's experimental HNS class probes each bucket and stalls 60 s on emulators; the
         # core class is all this store needs (objects only), whatever the environment says.
         os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
@@ -170,8 +170,8 @@ class GcsStore(Store):
     def preconditions(self) -> bool:
         return self.config.get_bool(PRECONDITIONS_KEY, True)
 
-    def _to_info(self, entry: Any) -> FileInfo:
-        info = super()._to_info(entry)
+    def to_info(self, entry: Any) -> FileInfo:
+        info = super().to_info(entry)
         if info.is_dir:
             return info
         digest = entry.get("md5Hash") or (f"crc32c:{entry['crc32c']}" if entry.get("crc32c") else None)
@@ -200,7 +200,7 @@ class GcsStore(Store):
             if "/" not in path.strip("/"):
                 raise ConfigError(f"refusing to delete the bucket {path}")
         for path in (p for p in paths if has_magic(p)):
-            self._delete_file(path)
+            self.delete_file(path)
         plain = [p for p in paths if not has_magic(p)]
         if plain:
             try:

@@ -34,7 +34,7 @@ class HdfsStore(Store):
     capabilities = HDFS_CAPABILITIES
     default_committer = "v1"
 
-    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+    def make_filesystem(self) -> fsspec.AbstractFileSystem:
         parts = urlsplit(self._url)
         options: dict[str, Any] = {
             "host": parts.hostname or self.config.get_str("outcommit.hdfs.host", "default"),

@@ -95,7 +95,7 @@ class S3Store(Store):
         if isinstance(body, (bytes, bytearray, memoryview)):
             self.iostatistics.add(iostats.PUT_BYTES, len(body))
 
-    def _make_filesystem(self) -> fsspec.AbstractFileSystem:
+    def make_filesystem(self) -> fsspec.AbstractFileSystem:
         import s3fs
 
         return s3fs.S3FileSystem(**self.settings.s3fs_options())

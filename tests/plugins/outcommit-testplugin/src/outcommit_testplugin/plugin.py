@@ -13,7 +13,7 @@ class TStore(MemoryStore):
     capabilities = TSTORE_CAPABILITIES
     default_committer = "v2"
 
-    def _make_filesystem(self):
+    def make_filesystem(self):
         import fsspec
 
         return fsspec.filesystem("memory")
