@@ -57,7 +57,8 @@ CORE_LAYERS: dict[str, int] = {
     "outcommit.spelling": LEAVES, "outcommit.extras": LEAVES,
     # protocol and formats: what committers, stores and plugins are, and what they persist
     "outcommit.committer": PROTOCOL, "outcommit.jobstate": PROTOCOL, "outcommit.jobdir": PROTOCOL,
-    "outcommit.conflictmodes": PROTOCOL,    "outcommit.store": PROTOCOL, "outcommit.multipart": PROTOCOL,
+    "outcommit.conflictmodes": PROTOCOL, "outcommit.recovery": PROTOCOL,
+    "outcommit.store": PROTOCOL, "outcommit.multipart": PROTOCOL,
     "outcommit.success": PROTOCOL, "outcommit.selection": PROTOCOL, "outcommit.commands": PROTOCOL,
     "outcommit.hookspecs": PROTOCOL, "outcommit.committers.journal": PROTOCOL,
     "outcommit.committers.manifest.format": PROTOCOL, "outcommit.committers.delayed.files": PROTOCOL,
