@@ -231,6 +231,24 @@ class TranslatingClient:
                 f"and {REGION}, and that the service is up and reachable from here") from exc
 
     def translate(self, exc: BaseException, operation: str, bucket: Any, key: Any) -> StoreError | None:
+        """The error to raise for ``exc``, saying what to fix; None: raise ``exc`` as it is."""
+        where = f"s3://{bucket}/{key or ''}" if bucket else "S3"
+        context = (f"{where} (endpoint {self.endpoint}, region {self._settings.region}; "
+                   f"credentials: {self.credential_source})")
+        error = self._transport_error(exc, context)
+        if error is None:
+            response = getattr(exc, "response", None)
+            if not isinstance(response, dict):
+                return None
+            code = str(response.get("Error", {}).get("Code", ""))
+            error = self._service_error(code, operation, bucket, where, context)
+            if error is None:
+                return None
+        error.response = response if (response := getattr(exc, "response", None)) else {}  # type: ignore[attr-defined]
+        return error
+
+    def _transport_error(self, exc: BaseException, context: str) -> StoreError | None:
+        """No TLS, no connection, no credentials: botocore's exceptions before any answer."""
         from botocore.exceptions import (
             ConnectTimeoutError,
             EndpointConnectionError,
@@ -239,9 +257,6 @@ class TranslatingClient:
             SSLError,
         )
 
-        where = f"s3://{bucket}/{key or ''}" if bucket else "S3"
-        context = (f"{where} (endpoint {self.endpoint}, region {self._settings.region}; "
-                   f"credentials: {self.credential_source})")
         if isinstance(exc, SSLError):
             # Not a ConnectionError: the committers' retries would only repeat it.
             reason = str(exc)
@@ -254,48 +269,45 @@ class TranslatingClient:
                        "fs.s3a.connection.ssl.enabled=false)")
             else:
                 fix = f"check {ENDPOINT} (Hadoop fs.s3a.endpoint) and the TLS settings"
-            error: StoreError = StoreError(f"no TLS connection to {context}: {exc}. {fix}")
-        elif isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
-            error = StoreUnreachableError(
+            return StoreError(f"no TLS connection to {context}: {exc}. {fix}")
+        if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+            return StoreUnreachableError(
                 f"cannot reach {context}: {exc}. Check {ENDPOINT} (Hadoop fs.s3a.endpoint)")
-        elif isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
-            error = StoreCredentialsError(
+        if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+            return StoreCredentialsError(
                 f"no AWS credentials for {context}: set {ACCESS_KEY} and {SECRET_KEY} (Hadoop "
                 f"fs.s3a.access.key/secret.key), or {PROFILE}, or provide them the usual AWS ways "
                 "(environment, ~/.aws files, an instance or container role)")
-        else:
-            response = getattr(exc, "response", None)
-            if not isinstance(response, dict):
-                return None
-            code = str(response.get("Error", {}).get("Code", ""))
-            if code in _CREDENTIAL_CODES:
-                error = StoreCredentialsError(
-                    f"S3 rejected the credentials for {context}: {code}. Check the access key, "
-                    "secret and session token, and the region")
-            elif code == "NoSuchBucket":
-                error = StoreNotFoundError(
-                    f"the bucket {bucket!r} does not exist at {self.endpoint} (region "
-                    f"{self._settings.region}): create it, or fix the destination URL")
-            elif code in ("AccessDenied", "AllAccessDisabled"):
-                error = StorePermissionError(
-                    f"access denied ({code}) for {operation} on {context}: the credentials may not "
-                    f"do {operation} there; grant it in the bucket or IAM policy")
-            elif code == "InvalidStorageClass":
-                error = StoreError(
-                    f"{self.endpoint} refused the storage class {self._settings.storage_class!r} "
-                    f"for {operation} on {where}: set {STORAGE_CLASS} to one the store offers")
-            elif code == "403" and operation.startswith("head_"):  # a HEAD answer has no body
-                error = StorePermissionError(
-                    f"S3 answered 403 Forbidden to {operation} on {context}, without a reason (a HEAD "
-                    "carries none): the credentials are rejected, or may not read there (without "
-                    "s3:ListBucket S3 also answers 403 for a key that does not exist). Check the "
-                    "access key, secret, session token and region, and the bucket or IAM policy")
-            elif code == "400" and operation.startswith("head_"):
-                error = StoreError(
-                    f"S3 answered 400 Bad Request to {operation} on {context}, without a reason (a "
-                    f"HEAD carries none): often a region ({REGION}) that is not the bucket's, or an "
-                    f"endpoint ({ENDPOINT}) that is not S3")
-            else:
-                return None
-        error.response = response if (response := getattr(exc, "response", None)) else {}  # type: ignore[attr-defined]
-        return error
+        return None
+
+    def _service_error(self, code: str, operation: str, bucket: Any, where: str,
+                       context: str) -> StoreError | None:
+        """The service's answer ``code``, where it has a fix to name."""
+        if code in _CREDENTIAL_CODES:
+            return StoreCredentialsError(
+                f"S3 rejected the credentials for {context}: {code}. Check the access key, "
+                "secret and session token, and the region")
+        if code == "NoSuchBucket":
+            return StoreNotFoundError(
+                f"the bucket {bucket!r} does not exist at {self.endpoint} (region "
+                f"{self._settings.region}): create it, or fix the destination URL")
+        if code in ("AccessDenied", "AllAccessDisabled"):
+            return StorePermissionError(
+                f"access denied ({code}) for {operation} on {context}: the credentials may not "
+                f"do {operation} there; grant it in the bucket or IAM policy")
+        if code == "InvalidStorageClass":
+            return StoreError(
+                f"{self.endpoint} refused the storage class {self._settings.storage_class!r} "
+                f"for {operation} on {where}: set {STORAGE_CLASS} to one the store offers")
+        if code == "403" and operation.startswith("head_"):  # a HEAD answer has no body
+            return StorePermissionError(
+                f"S3 answered 403 Forbidden to {operation} on {context}, without a reason (a HEAD "
+                "carries none): the credentials are rejected, or may not read there (without "
+                "s3:ListBucket S3 also answers 403 for a key that does not exist). Check the "
+                "access key, secret, session token and region, and the bucket or IAM policy")
+        if code == "400" and operation.startswith("head_"):
+            return StoreError(
+                f"S3 answered 400 Bad Request to {operation} on {context}, without a reason (a "
+                f"HEAD carries none): often a region ({REGION}) that is not the bucket's, or an "
+                f"endpoint ({ENDPOINT}) that is not S3")
+        return None

@@ -207,36 +207,9 @@ class ManifestCommitter(JobDirectoryCommitter):
                 return done
             with stats.stage("load-manifests"):
                 files, tasks = stages.load_manifests(cfg, messages, lambda: self._manifest_paths(job))
-            # The sources' listing runs beside the check for a journal: no round trip of its own.
-            with ThreadPoolExecutor(1, thread_name_prefix="outcommit-sources") as beside:
-                listing = beside.submit(stages.list_sources, cfg, self._source_roots(job, files))
-                # The journal is per job, not per job attempt: a restarted driver (attempt
-                # N+1) that recovers the tasks must know that attempt N already renamed files
-                # into the destination, or conflict handling would take them for foreign data
-                # ('fail' refuses, 'replace' deletes them while their sources are gone).
-                resumed = journal.exists(self.store, self.job_dir(job.job_id))
-                wait([listing])
-            journaled: dict[str, FileInfo] = {}
-            if resumed:
-                self.refuse_resume_if_aborted(job)
-                stats.add("commit.resumed")
-                log.info("resuming an interrupted job commit")
-                # What the first commit observed of the sources it may have renamed since.
-                published = self.load_journal(job)
-                journaled = {e.source: FileInfo(e.source, e.size, False, e.etag)
-                             for e in (published.entries if published else ())}
-            # Sizes and etags from the store, not the manifests: the journal's are what an
-            # abort checks before deleting a destination file (a claim of 999 bytes for a
-            # 5-byte file would make it keep the job's own file), and _SUCCESS reports them.
-            with stats.stage("observe-sources"):
-                files = stages.observe_sources(cfg, files, listing.result(), journaled)
+            files, resumed = self._observe_sources(job, cfg, files)
             if not resumed:
-                # Conflict handling runs once: a resumed commit must not delete its own output.
-                self.check_destination_free()
-                if self.conflict_mode == "replace":
-                    self.replace_destination(job)
-                self.save_journal(job, [journal.Entry(f.source, f.dest, f.size, f.etag)
-                                        for f in files])
+                self._resolve_conflicts(job, files)
             with stats.stage("create-directories"):
                 stages.create_directories(cfg, files)
             with stats.stage("rename-files"):
@@ -259,6 +232,42 @@ class ManifestCommitter(JobDirectoryCommitter):
         with stats.stage("cleanup"):
             self.end_job_and_delete_state(job)
         return summary
+
+    def _observe_sources(self, job: JobContext, cfg: StageConfig,
+                         files: list[CheckedFile]) -> tuple[list[CheckedFile], bool]:
+        """The files as the store has them (one listing of the sources, beside the check
+        for a journal: no round trip of its own), and whether this commit resumes an
+        interrupted one (its journal)."""
+        with ThreadPoolExecutor(1, thread_name_prefix="outcommit-sources") as beside:
+            listing = beside.submit(stages.list_sources, cfg, self._source_roots(job, files))
+            # The journal is per job, not per job attempt: a restarted driver (attempt
+            # N+1) that recovers the tasks must know that attempt N already renamed files
+            # into the destination, or conflict handling would take them for foreign data
+            # ('fail' refuses, 'replace' deletes them while their sources are gone).
+            resumed = journal.exists(self.store, self.job_dir(job.job_id))
+            wait([listing])
+        journaled: dict[str, FileInfo] = {}
+        if resumed:
+            self.refuse_resume_if_aborted(job)
+            cfg.stats.add("commit.resumed")
+            self.logger(job).info("resuming an interrupted job commit")
+            # What the first commit observed of the sources it may have renamed since.
+            published = self.load_journal(job)
+            journaled = {e.source: FileInfo(e.source, e.size, False, e.etag)
+                         for e in (published.entries if published else ())}
+        # Sizes and etags from the store, not the manifests: the journal's are what an
+        # abort checks before deleting a destination file (a claim of 999 bytes for a
+        # 5-byte file would make it keep the job's own file), and _SUCCESS reports them.
+        with cfg.stats.stage("observe-sources"):
+            return stages.observe_sources(cfg, files, listing.result(), journaled), resumed
+
+    def _resolve_conflicts(self, job: JobContext, files: Sequence[CheckedFile]) -> None:
+        """The conflict mode, then the journal of what the renames will publish. Once per
+        job: a resumed commit must not delete its own output."""
+        self.check_destination_free()
+        if self.conflict_mode == "replace":
+            self.replace_destination(job)
+        self.save_journal(job, [journal.Entry(f.source, f.dest, f.size, f.etag) for f in files])
 
     def _source_roots(self, job: JobContext, files: Sequence[CheckedFile]) -> set[str]:
         """The tasks directory of every job attempt whose task attempts the files come from
