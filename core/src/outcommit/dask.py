@@ -221,9 +221,6 @@ def write(ddf: Any, destination: str, *, committer: str | None = None,
     ``fail_partition_once``/``failure``/``marker_dir`` are a test hook: the first
     execution of that partition dies after writing a file.
     """
-    from dask.delayed import delayed as dask_delayed
-
-    delayed: Any = dask_delayed  # dask's functions are untyped
     if max_attempts < 1:
         raise ConfigError(f"max_attempts={max_attempts}: at least 1")
     if format not in FORMATS:
@@ -241,28 +238,7 @@ def write(ddf: Any, destination: str, *, committer: str | None = None,
     log.info("job %s: writing %d partitions to %s with %s (%s)", job.job_id, ddf.npartitions,
              destination, the_committer.name, the_committer.selection)
     try:
-        parts = ddf.to_delayed()
-        done: dict[int, AttemptResult] = {}
-        pending, executions, reruns = list(range(len(parts))), 0, 0
-        failures: list[str] = []
-        while pending and executions < max_attempts:
-            reruns += len(pending) if executions else 0
-            executions += 1
-            tasks = [delayed(_write_partition, pure=False)(parts[i], plan, i) for i in pending]
-            outcomes = _compute_all(tasks, dict(compute_kwargs))
-            failures = []
-            for index, outcome in zip(pending, outcomes, strict=True):
-                if isinstance(outcome, AttemptResult):
-                    done[index] = outcome
-                else:
-                    failures.append(f"partition {index}: {outcome.error}")
-                    log.warning("job %s: partition %d failed (execution %d of at most %d): %s",
-                                job.job_id, index, executions, max_attempts, outcome.error)
-            pending = [i for i in pending if i not in done]
-        if pending:
-            raise CommitError(f"job {job.job_id}: {len(pending)} partitions failed {max_attempts} "
-                              f"times: {failures[0]}")
-        results = [done[i] for i in sorted(done)]
+        results, reruns = _run_partitions(ddf, plan, job, max_attempts, dict(compute_kwargs))
         the_committer.add_metrics({"rows.written": sum(r.rows for r in results),
                                    "files.written": sum(len(r.files) for r in results),
                                    "bytes.written": sum(r.bytes for r in results),
@@ -275,6 +251,37 @@ def write(ddf: Any, destination: str, *, committer: str | None = None,
         the_committer.cleanup_job(job)
         raise
     return DaskWrite(summary, results)
+
+
+def _run_partitions(ddf: Any, plan: _Plan, job: JobContext, max_attempts: int,
+                    compute_kwargs: dict[str, Any]) -> tuple[list[AttemptResult], int]:
+    """Every partition written once: the failed ones run again, up to ``max_attempts``
+    executions. (The results in partition order, how many executions were reruns.)"""
+    from dask.delayed import delayed as dask_delayed
+
+    delayed: Any = dask_delayed  # dask's functions are untyped
+    parts = ddf.to_delayed()
+    done: dict[int, AttemptResult] = {}
+    pending, executions, reruns = list(range(len(parts))), 0, 0
+    failures: list[str] = []
+    while pending and executions < max_attempts:
+        reruns += len(pending) if executions else 0
+        executions += 1
+        tasks = [delayed(_write_partition, pure=False)(parts[i], plan, i) for i in pending]
+        outcomes = _compute_all(tasks, dict(compute_kwargs))
+        failures = []
+        for index, outcome in zip(pending, outcomes, strict=True):
+            if isinstance(outcome, AttemptResult):
+                done[index] = outcome
+            else:
+                failures.append(f"partition {index}: {outcome.error}")
+                log.warning("job %s: partition %d failed (execution %d of at most %d): %s",
+                            job.job_id, index, executions, max_attempts, outcome.error)
+        pending = [i for i in pending if i not in done]
+    if pending:
+        raise CommitError(f"job {job.job_id}: {len(pending)} partitions failed {max_attempts} "
+                          f"times: {failures[0]}")
+    return [done[i] for i in sorted(done)], reruns
 
 
 def to_parquet(ddf: Any, destination: str, **kwargs: Any) -> DaskWrite:
