@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from spark_view import spark_view
 
 import outcommit.streaming as streaming
 from outcommit import open_store
@@ -75,6 +76,10 @@ def assert_exactly_once(url: str, config: dict[str, Any], batches: range) -> Non
     logged = {f.path for e in streaming.committed_batches(url, config) for f in e.files}
     visible = set(visible_files(store, dest))
     assert visible == logged, f"data files that no batch committed: {sorted(visible - logged)}"
+    # Spark's own readers (its _spark_metadata log) see exactly the logged files too.
+    seen = spark_view(store, dest)
+    if seen is not None or batches:
+        assert seen == sorted(logged), f"Spark's readers see {seen}, the log names {sorted(logged)}"
     left = leftovers(store, dest)
     assert left == [], f"temporary state left behind: {left}"
     records, decided = streaming.BatchLog(store, dest).job_states()

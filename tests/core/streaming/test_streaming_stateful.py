@@ -58,6 +58,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from interleave import Driver, Killed
+from spark_view import spark_view
 
 import outcommit.streaming as streaming
 from generative import budget, long_run
@@ -425,6 +426,9 @@ class StreamingMachine(RuleBasedStateMachine):
                 f"batch {entry.batch_id} holds other rows than its own"
         logged = {f.path for e in entries for f in e.files}
         assert visible == logged, f"visible and never logged: {sorted(visible - logged)}"
+        # Spark's readers (configured with the sink's interval) see exactly the logged files.
+        seen = spark_view(self.store, self.dest, default=self.interval)
+        assert seen == sorted(logged), f"Spark's readers see {seen}, the log names {sorted(logged)}"
         left = leftovers(self.store, self.dest)
         assert left == [], f"temporary state left behind: {left}"
         records, decided = streaming.BatchLog(self.store, self.dest).job_states()

@@ -37,8 +37,11 @@ class Settler:
     """Settles recorded jobs of one destination for one sink (its committer, its config)."""
 
     def __init__(self, batch_log: BatchLog, committer: Committer, config: Mapping[str, Any],
-                 destination: str, job: Callable[[str], JobContext]) -> None:
+                 destination: str, job: Callable[[str], JobContext],
+                 logged: Callable[[BatchEntry], None] = lambda _entry: None) -> None:
         self.log = batch_log
+        #: Called with every entry a rollback creates (Spark's log follows the batch log).
+        self.logged = logged
         self.store = batch_log.store
         self.committer = committer
         self.config = config
@@ -118,6 +121,7 @@ class Settler:
         log.warning("finished the commit of job %s (batch %d, run %s) at %s: its driver decided to "
                     "commit and had not logged it", record.job_id, record.batch_id, record.run_id,
                     self.destination)
+        self.logged(entry)
         return entry
 
     def roll_back(self, record: JobRecord, keep_decision: bool = False) -> None:

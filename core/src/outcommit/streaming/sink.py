@@ -76,6 +76,7 @@ from .log import (
     entry_for,
 )
 from .settle import Settler
+from .spark_metadata import SparkMetadata
 
 log = logging.getLogger("outcommit.streaming")
 
@@ -131,7 +132,7 @@ class StreamingSink:
     def __init__(self, destination: str, config: Mapping[str, Any] | Config | None = None,
                  committer: str | None = None, *, compact_interval: int = DEFAULT_COMPACT_INTERVAL,
                  store: Store | None = None,
-                 on_step: Callable[[str, int], None] | None = None) -> None:
+                 on_step: Callable[[str, int], None] | None = None, spark_metadata: bool = True) -> None:
         cfg = dict(config.to_dict() if isinstance(config, Config) else (config or {}))
         # One _SUCCESS per micro-batch at the destination's root would be overwritten every
         # batch: the log entry is the batch's report (an explicit setting wins).
@@ -142,7 +143,11 @@ class StreamingSink:
         self.store = store or open_store(destination, cfg)
         self.committer: Committer = create_committer(destination, cfg, committer, store=self.store)
         self.log = BatchLog(self.store, self.committer.dest, compact_interval)
-        self.settler = Settler(self.log, self.committer, self.config, self.destination, self.job)
+        #: Spark's log of the committed batches, for Spark's own readers (None: not kept).
+        self.spark_metadata = SparkMetadata(self.store, self.committer.dest, compact_interval) \
+            if spark_metadata else None
+        self.settler = Settler(self.log, self.committer, self.config, self.destination, self.job,
+                               logged=self._mirror)
         #: Called as ``on_step(step, batch_id)`` at "job-committed" (files visible, no
         #: decision yet), "decided" (decided to commit, no log entry yet) and "logged"
         #: (entry written, job record not yet removed): tests stop a driver there.
@@ -193,12 +198,23 @@ class StreamingSink:
                                                      by=keep or f"the commit of batch {batch_id}")
         if existing is not None:
             return self._replayed(existing, query_id, jobs, rolled_back)
+        # Before anything is published: Spark's log must not have this batch from another writer.
+        listing = None if self.spark_metadata is None else \
+            self.spark_metadata.check_free(batch_id, lambda: self.log.get(batch_id) is not None)
         if not jobs:  # no task wrote (no partitions): the batch is committed all the same
             entry = entry_for(batch_id, query_id, None, self.committer.name, [])
             self.log.commit(entry)
+            self._mirror(entry, listing)
             self.settler.delete_decisions(self.settler.lifted_fences(batch_id))
             return BatchOutcome(entry, False, rolled_back)
-        return BatchOutcome(self._commit_job(batch_id, query_id, jobs[0], results), False, rolled_back)
+        entry = self._commit_job(batch_id, query_id, jobs[0], results, listing)
+        return BatchOutcome(entry, False, rolled_back)
+
+    def _mirror(self, entry: BatchEntry, listing: Mapping[int, str] | None = None) -> None:
+        """Spark's log through ``entry``, the batch log's entry of its batch (only ever from
+        the log: a run fenced off never has an entry to copy)."""
+        if self.spark_metadata is not None:
+            self.spark_metadata.sync(entry, self.log.entries, listing)
 
     def _replayed(self, existing: BatchEntry, query_id: str, jobs: Sequence[str],
                   rolled_back: list[str]) -> BatchOutcome:
@@ -216,10 +232,12 @@ class StreamingSink:
         more, _ = self.settler.settle_all(records, orphans, batch_id, query_id, keep=None,
                                    by=f"the replay of batch {batch_id}")
         self.settler.delete_decisions(self.settler.lifted_fences(batch_id))
+        # The run that logged it may have died before Spark's log had it: written now.
+        self._mirror(existing)
         return BatchOutcome(existing, True, [*rolled_back, *(j for j in more if j not in rolled_back)])
 
     def _commit_job(self, batch_id: int, query_id: str, job_id: str,
-                    results: Sequence[BatchTaskResult]) -> BatchEntry:
+                    results: Sequence[BatchTaskResult], listing: Mapping[int, str] | None) -> BatchEntry:
         started = time.monotonic()
         committer, job = self.committer, self.job(job_id)
         attempts = [r.attempt for r in results if r.attempt is not None]
@@ -267,6 +285,7 @@ class StreamingSink:
             self.settler.roll_back(record)
             raise
         self.on_step("logged", batch_id)
+        self._mirror(entry, listing)
         self.settler.forget(job_id, also=self.settler.lifted_fences(batch_id))
         log.info("committed batch %d to %s: job %s, %d files, %d rows", batch_id, self.destination,
                  job_id, len(files), entry.rows)
