@@ -95,7 +95,7 @@ ELSEWHERE: dict[str, str] = {
     "docs/plugins.md: # file: src/outcommit_dirstore/__init__.py": "tests/docs/test_plugin_from_docs.py",
     "docs/plugins.md: # file: tests/test_dirstore.py": "tests/docs/test_plugin_from_docs.py",
     "docs/streaming.md: import duckdb": "tests/core/streaming/test_streaming_sink.py (the DuckDB recipe)",
-    "docs/streaming.md: spark.read.parquet(url)                                   # exactly the committed batches":
+    "docs/streaming.md: spark.read.parquet(url)                       # exactly the committed batches":
         "tests/core/streaming/test_spark_reads_the_sink.py (both reads, with Spark)",
     **{name: "tests/core/spark/test_spark_docs.py" for name in RUN_IN_SPARK_TESTS},
 }
