@@ -70,13 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         for spec in specs:
             if not spec["dest"].startswith("file://"):
                 continue  # this JVM has no S3 or Azure filesystem: local destinations only
-            # docs/streaming.md's Spark recipe: exactly the committed batches' files.
+            # docs/streaming.md's Spark recipes: exactly the committed batches' files.
             files = outcommit.streaming.committed_files(spec["dest"])
             frame = spark.read.option("basePath", spec["dest"]).parquet(*files)
             rows = frame.count()
             distinct = frame.select("id").distinct().count()
+            # Spark's own reader on the destination itself: through the sink's _spark_metadata.
+            whole = spark.read.parquet(spec["dest"])
             print(json.dumps({"event": "spark-read", "dest": spec["dest"], "rows": rows,
-                              "distinct": distinct, "columns": sorted(frame.columns)}), flush=True)
+                              "distinct": distinct, "columns": sorted(frame.columns),
+                              "dirRows": whole.count(), "dirDistinct": whole.select("id").distinct().count(),
+                              "dirColumns": sorted(whole.columns)}), flush=True)
     spark.stop()
     return 1 if failed else 0
 

@@ -157,3 +157,27 @@ def test_a_uri_names_its_file_for_any_name(parts: list[str]) -> None:
     allowed = set(string.ascii_letters + string.digits + "-_.~!$&'()*+,;=:@/%")
     assert set(uri.removeprefix("file://")) <= allowed, uri
     assert unquote(uri.removeprefix("file://")) == path
+
+
+def batch_requests(sink: StreamingSink, batch_id: int) -> dict[str, int]:
+    """The requests of one batch's tasks and commit, by name."""
+    before = dict(sink.store.iostatistics.snapshot()["counters"])
+    sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id))
+    after = sink.store.iostatistics.snapshot()["counters"]
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+@pytest.mark.s3
+def test_spark_log_costs_a_batch_one_listing_and_one_put(s3_root: str, s3_config: dict[str, Any]) -> None:
+    """What keeping Spark's log adds to a batch on S3 (not a compaction): the listing of
+    _spark_metadata/ before the commit point and the batch's file, nothing else."""
+    counts = {}
+    for keep in (False, True):
+        sink = StreamingSink(f"{s3_root}/cost-{keep}", dict(s3_config), spark_metadata=keep)
+        for batch_id in range(2):
+            sink.commit_batch(batch_id, run_batch(sink, "run-a", batch_id))
+        counts[keep] = batch_requests(sink, 2)
+    added = {k: counts[True].get(k, 0) - counts[False].get(k, 0) for k in {*counts[True], *counts[False]}}
+    added = {k: v for k, v in added.items() if v}
+    print(f"\nbatch 2 without Spark's log: {counts[False]}\nadded by it: {added}")
+    assert added == {"object_list_request": 1, "object_put_request": 1}, added

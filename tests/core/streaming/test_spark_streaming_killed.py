@@ -10,8 +10,9 @@ checkpoint. Points, in the order one query meets them:
 - ``commit-job-committed:1`` — batch 1's job commit made its files visible, no log entry yet
   (the restart must roll them back: the replay writes the batch again);
 - ``commit-logged:2`` — batch 2's log entry (the first compaction) exists, Spark's
-  checkpoint has not recorded the commit (the restart replays batch 2: nothing new may
-  become visible).
+  checkpoint has not recorded the commit, nor the sink its ``_spark_metadata/2.compact``
+  (the restart replays batch 2: nothing new may become visible, and the replay writes
+  Spark's file, which ``spark.read.parquet(dest)`` at the end reads through).
 
 The oracle, per batch: the rows Spark's checkpoint says the batch read (its source log
 names the input file) are exactly the rows of the batch's log entry; the destination's
@@ -35,6 +36,7 @@ import pytest
 
 import outcommit.streaming as streaming
 from outcommit import open_store
+from outcommit.streaming.spark_metadata import SparkMetadata
 from outcommit.testing.conformance import leftovers, visible_files
 from outcommit_devtools.sparkcluster import wait_until
 
@@ -54,6 +56,7 @@ RUN_DEADLINE_S = 420.0
 
 PAUSES = ["write:0", "commit-job-committed:1", "commit-logged:2"]
 FILES = 3  # batch 2 is also the log's first compaction (compactInterval=3)
+COMPACT_INTERVAL = 3
 
 
 @dataclass
@@ -94,7 +97,8 @@ class Query:
             os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))  # one file per batch, in order
 
     def spec(self, pause: str | None) -> dict[str, Any]:
-        options = {**self.config, "partitionBy": "part", "maxRowsPerFile": "100", "compactInterval": "3"}
+        options = {**self.config, "partitionBy": "part", "maxRowsPerFile": "100",
+                   "compactInterval": str(COMPACT_INTERVAL)}
         if pause:
             options.update({"_pauseAt": pause, "_hooksDir": str(self.hooks)})
         return {"input": str(self.input), "checkpoint": str(self.checkpoint), "dest": self.dest,
@@ -229,7 +233,10 @@ def check_killed_state(query: Query, pause: str) -> str:
         assert streaming.BatchLog(store, dest).get(int(batch)) is None
         return f"{len(published)} files of batch {batch} visible, not in the log"
     assert streaming.BatchLog(store, dest).get(int(batch)) is not None
-    return f"batch {batch} in the log, not in Spark's checkpoint"
+    # Killed before the sink wrote the batch's file in Spark's log: the replay must.
+    spark_file = SparkMetadata(store, dest, COMPACT_INTERVAL).path(int(batch))
+    assert not store.exists(spark_file), f"{spark_file} was written before the kill"
+    return f"batch {batch} in the log, not in Spark's checkpoint nor in _spark_metadata"
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +272,13 @@ def killed_queries(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
                                      f"{read[0]['distinct']} distinct ids, columns {read[0]['columns']}")
             assert (read[0]["rows"], read[0]["distinct"]) == (FILES * ROWS_PER_FILE, FILES * ROWS_PER_FILE)
             assert read[0]["columns"] == ["id", "part", "payload"]
+            # spark.read.parquet(dest): Spark's log, its compaction written by batch 2's replay
+            # (the first run was killed between batch 2's entry and its _spark_metadata file).
+            notes[query.name].append(f"spark.read.parquet(dest): {read[0]['dirRows']} rows, "
+                                     f"{read[0]['dirDistinct']} distinct ids")
+            whole = FILES * ROWS_PER_FILE
+            assert (read[0]["dirRows"], read[0]["dirDistinct"]) == (whole, whole)
+            assert read[0]["dirColumns"] == ["id", "part", "payload"]
     return {q.name: (q, notes[q.name]) for q in queries}
 
 
