@@ -90,6 +90,23 @@ def test_a_missing_file_is_written_before_a_later_batchs(tmp_path: Path) -> None
     assert_exactly_once(url, {}, range(3))
 
 
+@pytest.mark.parametrize(("interval", "first", "expected"), [
+    (2, 2, ["1.compact", "2"]),          # the streaming machine's shrunk case
+    (3, 5, ["2.compact", "5.compact"]),  # two compactions: Spark derives the interval from them
+])
+def test_a_query_that_starts_at_a_later_batch_gets_empty_files_below_it(
+        tmp_path: Path, interval: int, first: int, expected: list[str]) -> None:
+    """A query whose checkpoint began elsewhere starts at batch n > 0. Spark's reader needs
+    every batch since the compaction before the newest: it failed ("1.compact doesn't exist",
+    found by the streaming machine). Below the log's first batch nothing was committed
+    here, and empty files say so."""
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url, compact_interval=interval)
+    sink.commit_batch(first, run_batch(sink, "run-a", first))
+    assert names(url, {}) == expected
+    assert_exactly_once(url, {}, range(first, first + 1))
+
+
 def test_a_replay_finds_the_same_bytes(tmp_path: Path) -> None:
     url = f"file://{tmp_path}/out"
     sink = StreamingSink(url)

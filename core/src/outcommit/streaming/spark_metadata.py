@@ -150,16 +150,20 @@ class SparkMetadata:
         logged: dict[int, BatchEntry] = {entry.batch_id: entry}
         if missing != [entry.batch_id] or self.is_compaction_batch(entry.batch_id):
             logged.update((e.batch_id, e) for e in entries() if e.batch_id < entry.batch_id)
+        first = min(logged)
         written = []
         for batch_id in missing:
-            if batch_id not in logged:
+            if batch_id not in logged and batch_id > first:
                 # Not committed (an engine that skipped a batch id): nothing to name. Spark's
                 # reader wants every batch id; it fails until that batch is committed.
                 log.warning("batch %d of %s is not in the batch log: no %s file for it", batch_id,
                             self.store.url(self.dest), SPARK_METADATA_DIR)
                 continue
+            # Below the log's first batch (a query whose checkpoint began elsewhere starts at
+            # batch n > 0) nothing was ever committed here: an empty file says so, and Spark's
+            # reader needs one for every batch since the compaction before the newest.
             covered = [logged[b] for b in sorted(logged) if b <= batch_id] \
-                if self.is_compaction_batch(batch_id) else [logged[batch_id]]
+                if self.is_compaction_batch(batch_id) else [logged[b] for b in (batch_id,) if b in logged]
             self._create(batch_id, self.render(covered))
             written.append(batch_id)
         if written and self.is_compaction_batch(written[-1]):
