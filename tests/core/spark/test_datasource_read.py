@@ -209,21 +209,38 @@ def test_spark_finds_the_data_source_by_itself(unregistered: Any, local_dest: st
     assert read(unregistered, local_dest).count() == 300
 
 
-def test_a_streaming_query_spark_found_the_sink_for_asks_for_register(unregistered: Any,
-                                                                     tmp_path: Path) -> None:
-    """The sink's tasks cannot compare the session with the driver's config: a query without
-    register stops at its first batch, before writing, and says why."""
-    source = tmp_path / "in"
+def stream_once(session: Any, tmp_path: Path, name: str) -> Any:
+    """A streaming query of one micro-batch (two rows) into ``file://<tmp>/<name>``."""
+    source = tmp_path / f"{name}-in"
     source.mkdir()
     pq.write_table(pa.table({"id": [1, 2]}), source / "in-0.parquet")
-    query = (unregistered.readStream.schema("id long").parquet(str(source)).writeStream.format("outcommit")
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True)
-             .start(f"file://{tmp_path}/events"))
+    return (session.readStream.schema("id long").parquet(str(source)).writeStream.format("outcommit")
+            .option("checkpointLocation", str(tmp_path / f"{name}-checkpoint")).trigger(availableNow=True)
+            .start(f"file://{tmp_path}/{name}"))
+
+
+def test_a_streaming_query_runs_into_the_sink_spark_found_by_itself(unregistered: Any,
+                                                                    tmp_path: Path) -> None:
+    """No register(spark): the query stopped at its first batch asking for it. The sink's
+    tasks now compare the session with the driver's config as a batch write's do, so a
+    session without outcommit keys just runs; Spark reads the batch back itself."""
+    stream_once(unregistered, tmp_path, "events").awaitTermination()
+    assert sorted(r["id"] for r in unregistered.read.parquet(f"file://{tmp_path}/events").collect()) == [1, 2]
+
+
+def test_session_config_a_streaming_query_did_not_read_stops_its_tasks(unregistered: Any,
+                                                                       tmp_path: Path) -> None:
+    """The session names a committer the sink found by Spark cannot see: its tasks stop before
+    recording or writing anything, naming the key and the fix."""
+    unregistered.conf.set("spark.outcommit.committer.file", "v2")
+    query = stream_once(unregistered, tmp_path, "events")
     with pytest.raises(Exception) as info:
         query.awaitTermination()
-    assert ("outcommit.errors.OptionError: a streaming query into outcommit needs "
-            "outcommit.spark.register(spark) first") in first_line(info.value)
+    assert ("outcommit.errors.OptionError: the session sets spark.outcommit.committer.file, which "
+            "the outcommit data source reads only through outcommit.spark.register(spark)") \
+        in first_line(info.value)
     assert not (tmp_path / "events").exists() or visible_files(f"file://{tmp_path}/events") == []
+    assert not (tmp_path / "events" / "_outcommit_log" / "_jobs").exists()
 
 
 def test_session_config_the_driver_did_not_read_stops_the_tasks(unregistered: Any, local_dest: str,

@@ -87,19 +87,14 @@ class OutcommitDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
         """``df.writeStream.format("outcommit")``: see :mod:`outcommit.spark.streaming`."""
-        from .options import REGISTER_HINT, build_stream_plan
+        from .options import build_stream_plan
         from .streaming import OutcommitStreamWriter
 
         with reported_to_spark("stream setup"):
-            if not self.registered:
-                # The sink's tasks do not compare the session with what the driver used, so
-                # a query Spark found the sink for would ignore the session's config unseen.
-                raise OptionError(f"a streaming query into outcommit needs {REGISTER_HINT} first "
-                                  "(Spark found the data source by itself, without the session's "
-                                  "spark.outcommit.* and spark.hadoop.fs.* config)")
             plan = build_stream_plan(self.options, overwrite, self.spark_conf)
             check_partition_columns(plan.write, schema)
-            return OutcommitStreamWriter(plan)
+            # The tasks compare the running session with it, as a batch write's do.
+            return OutcommitStreamWriter(plan, self.session())
 
     # -- reading ---------------------------------------------------------------------------------
     def schema(self) -> StructType:

@@ -27,7 +27,8 @@ from ..errors import InjectedFailure, OutcommitError
 from ..factory import shared_store
 from ..streaming.sink import BatchIdentity, BatchTaskResult, StreamingSink
 from .logs import driver_logging as _driver_logging
-from .options import StreamPlan
+from .logs import reported_to_spark
+from .options import SessionSnapshot, StreamPlan
 
 log = logging.getLogger("outcommit.spark")
 
@@ -77,8 +78,11 @@ def pause(hooks_dir: str, point: str, batch_id: int) -> None:
 class OutcommitStreamWriter(DataSourceStreamArrowWriter):
     """Created on the driver for every micro-batch and every commit; pickled to the tasks."""
 
-    def __init__(self, plan: StreamPlan) -> None:
+    def __init__(self, plan: StreamPlan, session: SessionSnapshot | None = None) -> None:
         self.plan = plan
+        #: The session config the driver's steps use, which every task compares with the
+        #: running session's (as the batch writer's tasks do; None: no check).
+        self.session = session
         # Built here first: an unknown or unsafe committer fails before any task runs.
         self._sink()
 
@@ -103,6 +107,11 @@ class OutcommitStreamWriter(DataSourceStreamArrowWriter):
         context = TaskContext.get()
         if context is None:
             raise OutcommitError("OutcommitStreamWriter.write runs only inside a Spark task")
+        if self.session is not None:
+            # Before anything is recorded or written: the commit will run with the session
+            # config the driver read (none, when Spark found the sink by itself).
+            with reported_to_spark("task attempt"):
+                self.session.check(context.getLocalProperty, self.plan.write.option_keys)
         identity = task_identity(context)
         index, attempt = context.partitionId(), context.attemptNumber()
         sink = self._sink()
