@@ -55,6 +55,33 @@ raw = s3fs.S3FileSystem()
 raw.pipe("bucket/raw/a.csv", b"id,date\\n1,2026-11-01\\n2,2026-11-02\\n")
 raw.pipe("bucket/raw/b.csv", b"id,date\\n3,2026-11-01\\n")
 """
+#: A streaming destination: three micro-batches through the sink (the page's query would).
+STREAM_EVENTS = """
+import pyarrow as pa
+from outcommit.engine.tasks import WriteSettings, write_attempt
+from outcommit.streaming import BatchIdentity, BatchTaskResult, StreamingSink
+url, config = "s3://bucket/events", {}
+sink = StreamingSink(url, config)
+for batch in range(3):
+    identity = BatchIdentity("query-1", batch, "run-1")
+    job = sink.begin_task(identity)
+    rows = pa.table({"id": [batch * 10, batch * 10 + 1], "date": ["2026-11-01", "2026-11-02"]})
+    attempt = write_attempt(sink.committer, job.task_attempt(0, 0), rows.to_batches(),
+                            WriteSettings(partition_by=("date",)))
+    sink.commit_batch(batch, [BatchTaskResult(identity, job.job_id, attempt)])
+"""
+#: The Parquet files the Ray page reads, and a local Ray (its workers inherit the AWS_*
+#: variables that point pyarrow's and outcommit's S3 clients at the moto server).
+RAY_RAW = """
+import ray, s3fs, pyarrow as pa, pyarrow.parquet as pq
+raw = s3fs.S3FileSystem()
+for day in ("2026-11-01", "2026-11-02"):
+    with raw.open(f"bucket/raw/{day}.parquet", "wb") as f:
+        pq.write_table(pa.table({"id": [1, 2], "date": [day, day]}), f)
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+         object_store_memory=128 * 1024 * 1024)
+ray.data.DataContext.get_current().enable_progress_bars = False
+"""
 NO_PENDING = """
 store = outcommit.open_store("s3://bucket/table")
 assert store.multipart().list_pending(store.strip("s3://bucket/table") + "/") == []
@@ -76,6 +103,12 @@ RUN: dict[str, Run] = {
         "s3", setup=CRASHED_JOB, check=NO_PENDING),
     "docs/success.md: from outcommit import open_store, load_success": Run(
         "s3", setup=WRITE_EVENTS.replace("events", "table")),
+    "docs/streaming.md: import outcommit.streaming as oc": Run(
+        "s3", setup=STREAM_EVENTS,
+        check="assert len(files) == 6 and oc.dataset(url, config).to_table().num_rows == 6"),
+    "docs/ray.md: import ray": Run(
+        "s3", setup=RAY_RAW,
+        check="ray.shutdown(); assert sink.summary.success and sink.summary.metrics['rows.written'] == 4"),
     "docs/dask.md: import dask.dataframe as dd": Run("s3", setup=RAW_CSV,
                                                      check="assert result.summary.success"),
     "docs/gcs.md: import outcommit": Run("gcs", check="assert committer.name == 'manifest'"),
@@ -97,6 +130,10 @@ ELSEWHERE: dict[str, str] = {
     "docs/streaming.md: import duckdb": "tests/core/streaming/test_streaming_sink.py (the DuckDB recipe)",
     "docs/streaming.md: spark.read.parquet(url)                       # exactly the committed batches":
         "tests/core/streaming/test_spark_reads_the_sink.py (both reads, with Spark)",
+    'docs/pyspark.md: spark = SparkSession.builder.remote("sc://spark-connect.internal:15002").getOrCreate()':
+        "tests/core/spark/test_connect.py (a Connect server whose environment points at the moto server)",
+    "docs/streaming.md: files = outcommit.streaming.committed_files(url)":
+        "tests/core/streaming/test_spark_streaming_killed.py (stream_query.py runs the recipe on file://)",
     **{name: "tests/core/spark/test_spark_docs.py" for name in RUN_IN_SPARK_TESTS},
 }
 
@@ -104,12 +141,7 @@ ELSEWHERE: dict[str, str] = {
 #: destination, a Spark Connect server at the page's address, a Ray cluster): not run as
 #: written yet.
 NOT_RUN: dict[str, str] = {
-    'docs/pyspark.md: spark = SparkSession.builder.remote("sc://spark-connect.internal:15002").getOrCreate()':
-        "a Spark Connect server",
     "docs/pyspark.md: # Spark's own S3A connector": "Maven Central (spark.jars.packages), not reachable here",
-    "docs/streaming.md: import outcommit.streaming as oc": "a streaming destination",
-    "docs/streaming.md: files = outcommit.streaming.committed_files(url)": "a Spark session",
-    "docs/ray.md: import ray": "a Ray cluster",
 }
 
 NO_STORE: dict[str, str] = {

@@ -6,18 +6,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from docblocks import blocks
 from outcommit import load_success, open_store
+from outcommit.read import dataset
 
 pytestmark = pytest.mark.spark
 
 CLIENT = Path(__file__).with_name("connect_client.py")
 READER = Path(__file__).with_name("connect_reader.py")
+DOCS_BLOCK = Path(__file__).with_name("connect_docs_block.py")
+CONNECT_BLOCK = 'docs/pyspark.md: spark = SparkSession.builder.remote("sc://spark-connect.internal:15002").getOrCreate()'
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +74,31 @@ def test_without_register_the_server_finds_the_data_source_and_reads_back(connec
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"session": "pyspark.sql.connect.session", "schema": "struct<id:bigint,date:date>",
                     "rows": 3000, "first_day": 1000, "ids": sum(range(3000))}
+
+
+@pytest.mark.s3
+def test_the_pages_connect_block_runs_as_written(moto_server: Any, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/pyspark.md's Spark Connect block writes to S3 through a server whose environment
+    points AWS's SDKs at the moto server (as a server's environment carries credentials,
+    which Connect does not show its clients); only the address and the bucket are renamed."""
+    pytest.importorskip("zstandard", reason="Spark Connect clients need pyspark[connect]")
+    from outcommit_devtools.sparkconnect import start_connect_server
+
+    bucket = f"docs-{uuid.uuid4().hex[:12]}"
+    moto_server.create_bucket(bucket)
+    for name, value in {"AWS_ENDPOINT_URL": moto_server.endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
+                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)   # the server's and the client's environment
+    with start_connect_server(tmp_path / "server") as server:
+        source = blocks()[CONNECT_BLOCK].source
+        block = tmp_path / "block.py"
+        block.write_text(source.replace("sc://spark-connect.internal:15002", server.url)
+                         .replace("s3://bucket/", f"s3://{bucket}/"))
+        done = subprocess.run([sys.executable, str(DOCS_BLOCK), server.url, str(block)],
+                              capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"session": "pyspark.sql.connect.session"}
+    written = dataset(f"s3://{bucket}/events", moto_server.config).to_table()
+    assert written.num_rows == 300 and sorted(set(written.column("date").to_pylist())) == [
+        "2026-11-01", "2026-11-02", "2026-11-03"]
