@@ -6,6 +6,8 @@
 
 The Structured Streaming sink (``df.writeStream.format("outcommit")``) is in
 ``outcommit.spark``; the per-batch protocol any engine can drive is :class:`StreamingSink`.
+The sink also keeps Spark's ``_spark_metadata`` log, so Spark's own readers of the
+destination see exactly the committed batches too (``spark_metadata``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from .log import (
 )
 from .reader import committed_batches, committed_files, dataset
 from .sink import BatchIdentity, BatchOutcome, BatchRolledBack, BatchTaskResult, StreamingSink
+from .spark_metadata import SPARK_METADATA_DIR, SparkMetadataError
 
 __all__ = [
     "DEFAULT_COMPACT_INTERVAL",
     "LOG_DIR",
+    "SPARK_METADATA_DIR",
     "BatchAlreadyCommitted",
     "BatchEntry",
     "BatchIdentity",
@@ -38,6 +42,7 @@ __all__ = [
     "CommittedFile",
     "Decision",
     "JobRecord",
+    "SparkMetadataError",
     "StreamingSink",
     "committed_batches",
     "committed_files",
