@@ -151,11 +151,21 @@ def test_peers_benchmark_counts_requests_and_reads_rows_back() -> None:
 
 @pytest.mark.s3
 def test_critical_path_benchmark_pins_the_sequential_round_trips() -> None:
-    out = run("critical_path.py", "--engines", "api,local", "--files", "1,7", "--delay-ms", "200",
-              "--rows", "1600")
-    cells = {tuple(line.split()[:3]): line.split() for line in out.splitlines()
-             if line.startswith(("api ", "local "))}
-    assert len(cells) == 12, out
+    # A chain can only come out too long, never too short: a request the scheduler of a
+    # loaded machine starts after its neighbour's answer lengthens it. Each cell keeps its
+    # shortest chain of up to three runs (the requests themselves are the same every run).
+    cells: dict[tuple[str, ...], list[str]] = {}
+    for _ in range(3):
+        out = run("critical_path.py", "--engines", "api,local", "--files", "1,7", "--delay-ms", "200",
+                  "--rows", "1600")
+        for line in out.splitlines():
+            if line.startswith(("api ", "local ")):
+                key, cell = tuple(line.split()[:3]), line.split()
+                if key not in cells or int(cell[5]) < int(cells[key][5]):
+                    cells[key] = cell
+        assert len(cells) == 12, out
+        if all(int(c[5]) == (11 if c[0] == "api" else 10) for c in cells.values()):
+            break
     for (engine, committer, files), cell in cells.items():
         # (setup, data, task, job). The local engine's task sends no claim (the driver
         # receives its message): one round trip less than the committer API's tasks.
