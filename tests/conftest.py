@@ -7,6 +7,7 @@ bucket or container in them.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,9 +38,14 @@ def s3_server(moto_server: Any) -> Any:
 
 @pytest.fixture
 def s3_config(s3_server: Any, tmp_path: Path) -> dict[str, Any]:
-    """Reach the moto server; no real backoff (retries are counted, never waited for)."""
+    """Reach the moto server; no real backoff (retries are counted, never waited for).
+
+    ``OUTCOMMIT_TEST_S3_LIGHT_REQUESTS=true`` runs the S3 tests with the light
+    CompleteMultipartUpload path on (``outcommit.s3.light-requests``)."""
+    light = {"outcommit.s3.light-requests": "true"} if os.environ.get("OUTCOMMIT_TEST_S3_LIGHT_REQUESTS") \
+        == "true" else {}
     return {**s3_server.config, "outcommit.committer.threads": "4", "outcommit.retry.backoff-ms": "0",
-            "outcommit.s3.staging.tmp-dir": str(tmp_path / "staging")}
+            "outcommit.s3.staging.tmp-dir": str(tmp_path / "staging"), **light}
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ ROLE_STS_ENDPOINT = "outcommit.s3.assumed-role.sts-endpoint"
 CONNECT_TIMEOUT = "outcommit.s3.connection.establish-timeout"
 READ_TIMEOUT = "outcommit.s3.connection.timeout"
 PROBE = "outcommit.s3.connection.probe"
+LIGHT_REQUESTS = "outcommit.s3.light-requests"
 MAGIC_IN_MEMORY = "outcommit.magic.track-commits-in-memory"
 MAGIC_UPLOAD_THREADS = "outcommit.magic.upload-threads"
 
@@ -128,6 +129,10 @@ KEYS: dict[str, str] = {
     READ_TIMEOUT: "seconds (or 60s, 2m) to wait for an answer (default 60)",
     PROBE: "true (default): before the first request, check the endpoint accepts connections, so a "
            "wrong endpoint fails in a second with a clear error instead of after retries",
+    LIGHT_REQUESTS: "true: CompleteMultipartUpload (job commit's request per file) is signed and "
+                    "sent without botocore's client machinery, with its credentials, signer, HTTP "
+                    "session and standard retries (about a quarter of the client CPU; "
+                    "docs/performance.md); default false",
     MAGIC_IN_MEMORY: "magic: keep a task's uploads in the memory of the process that set the task "
                      "up (default true); false: every writer saves .pending files (writers in "
                      "several processes)",
@@ -218,6 +223,7 @@ class S3Settings:
     connect_timeout: float = 5.0
     read_timeout: float = 60.0
     probe: bool = True
+    light_requests: bool = False
 
     @classmethod
     def from_config(cls, config: Config) -> S3Settings:
@@ -289,6 +295,7 @@ class S3Settings:
             connect_timeout=_seconds(CONNECT_TIMEOUT, setting(config, CONNECT_TIMEOUT), 5.0),
             read_timeout=_seconds(READ_TIMEOUT, setting(config, READ_TIMEOUT), 60.0),
             probe=config.get_bool(PROBE, True),
+            light_requests=config.get_bool(LIGHT_REQUESTS, False),
         )
 
     def object_args(self) -> dict[str, str]:
