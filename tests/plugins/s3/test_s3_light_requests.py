@@ -38,11 +38,14 @@ def test_a_job_commits_with_the_light_path(light, s3_config, s3_root):
     committer, job = start(url, {**s3_config, LIGHT: light})
     through_botocore = _botocore_completions(committer.store.client)
     files = {f"part-{i}.txt": f"data {i}".encode() for i in range(3)}
-    committer.commit_job(job, [run_task(committer, job, i, {k: v}) for i, (k, v) in enumerate(files.items())])
+    summary = committer.commit_job(job, [run_task(committer, job, i, {k: v})
+                                         for i, (k, v) in enumerate(files.items())])
     visible, leftovers = outcome(url, s3_config)
     assert {k.rsplit("/", 1)[-1]: v for k, v in visible.items() if "part-" in k} == files
     assert leftovers == []
     assert len(through_botocore) == (0 if light == "true" else 3)
+    # The store's request statistics (_SUCCESS's iostatistics) count light completions too.
+    assert summary.iostatistics["counters"]["multipart_upload_completed"] == 3
 
 
 def _upload(store: Any, path: str) -> tuple[Any, str, list[str]]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 from xml.sax.saxutils import escape
@@ -94,6 +94,10 @@ class LightCompleter:
         self._conditions = StandardRetryConditions(max_attempts=max_attempts)
         self._backoff = ExponentialBackoff()
         self._model = client.meta.service_model.operation_model(OPERATION)
+        #: Called with (operation, params) once per call this path takes, where botocore
+        #: fires ``before-call``: the store's request statistics (iostatistics) would
+        #: otherwise miss every light completion.
+        self.before_call: list[Callable[[str, dict[str, Any]], None]] = []
 
     def url(self, bucket: str, key: str) -> str | None:
         """The request's URL as botocore addresses it, or None when that is not plain."""
@@ -113,6 +117,8 @@ class LightCompleter:
         url = self.url(kwargs["Bucket"], kwargs["Key"])
         if url is None:
             return None
+        for hook in self.before_call:
+            hook(OPERATION, kwargs)
         upload_id = kwargs["UploadId"]
         body = _body(kwargs["MultipartUpload"]["Parts"])
         headers = {"Content-Type": "application/xml"}

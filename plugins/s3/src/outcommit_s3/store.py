@@ -85,12 +85,17 @@ class S3Store(Store):
             if self._client is None:
                 self._client = make_client(self.settings)
                 self._client.meta.events.register("before-call.s3", self._count_request)
+                if getattr(self._client, "light", None) is not None:  # its calls skip botocore's events
+                    self._client.light.before_call.append(self._count)
                 log.debug("S3 client for %s: %s", self._url, self.settings.describe())
             return self._client
 
     def _count_request(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         """Every request of the committers' client, under Hadoop's statistic names."""
-        self.iostatistics.add(iostats.S3_OPERATIONS.get(model.name, f"s3_{model.name}"))
+        self._count(model.name, params)
+
+    def _count(self, operation: str, params: dict[str, Any]) -> None:
+        self.iostatistics.add(iostats.S3_OPERATIONS.get(operation, f"s3_{operation}"))
         body = params.get("Body")
         if isinstance(body, (bytes, bytearray, memoryview)):
             self.iostatistics.add(iostats.PUT_BYTES, len(body))
