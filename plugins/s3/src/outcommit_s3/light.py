@@ -27,6 +27,7 @@ What it keeps of botocore, through its public classes:
 from __future__ import annotations
 
 import re
+import socket
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
@@ -90,7 +91,13 @@ class LightCompleter:
         self._endpoint = urlsplit(client.meta.endpoint_url)
         self._path_style = path_style
         self._requester_pays = requester_pays
-        self._http = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections)
+        # TCP_NODELAY as botocore's client sets it: without it, the body's segment waited for
+        # the server's delayed ACK of the headers' (40 ms per completion, measured).
+        options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+        if getattr(client.meta.config, "tcp_keepalive", None):
+            options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+        self._http = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
+                                    socket_options=options)
         self._conditions = StandardRetryConditions(max_attempts=max_attempts)
         self._backoff = ExponentialBackoff()
         self._model = client.meta.service_model.operation_model(OPERATION)
