@@ -65,7 +65,7 @@ PART = b"p" * 16 * 1024
 SMALL = b"s" * 1024
 PAGE = 1000
 OPERATIONS = ("UploadPart", "CompleteMultipartUpload", "ListObjectsV2", "DeleteObjects", "PutObject")
-PATHS = ("store", "boto3", "trimmed", "resigned", "crt-sign", "crt-http", "floor")
+PATHS = ("store", "store-light", "boto3", "trimmed", "resigned", "crt-sign", "crt-http", "floor")
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 
@@ -198,11 +198,12 @@ def read_answer(operation: str, status: int, body: bytes, headers: Any) -> Any:
 
 
 # -- the paths --------------------------------------------------------------------------------------
-def store_calls(endpoint: str) -> dict[str, Callable[[int], Any]]:
+def store_calls(endpoint: str, light: bool = False) -> dict[str, Callable[[int], Any]]:
     import outcommit
     from outcommit_s3.embedded import EmbeddedS3
 
-    config = EmbeddedS3(endpoint_url=endpoint, server=None).config
+    config = {**EmbeddedS3(endpoint_url=endpoint, server=None).config,
+              "outcommit.s3.light-requests": str(light).lower()}
     store: Any = outcommit.open_store(f"s3://{BUCKET}/dir", config)
     multipart = store.multipart()
     paths = [f"{BUCKET}/{k}" for k in KEYS]
@@ -424,8 +425,8 @@ def floor_calls(endpoint: str) -> dict[str, Callable[[int], Any]]:
 
 
 def calls_for(path: str, endpoint: str) -> dict[str, Callable[[int], Any]]:
-    if path == "store":
-        return store_calls(endpoint)
+    if path in ("store", "store-light"):
+        return store_calls(endpoint, light=path == "store-light")
     if path in ("boto3", "trimmed"):
         return boto3_calls(boto3_client(endpoint, trimmed=path == "trimmed"))
     return {"resigned": resigned_calls, "crt-sign": crt_sign_calls, "crt-http": crt_http_calls,
@@ -435,6 +436,8 @@ def calls_for(path: str, endpoint: str) -> dict[str, Callable[[int], Any]]:
 KEEPS = {
     "store": "everything: credential chain and refresh, retries (botocore's standard mode and the "
              "store's own for completions), error translation",
+    "store-light": "as store, with outcommit.s3.light-requests=true: CompleteMultipartUpload on the "
+                   "store's light path (outcommit_s3/light.py); the other requests as store",
     "boto3": "credential chain and refresh, botocore's retries; not the store's error translation",
     "trimmed": "the same as boto3 (checksums still sent where S3 requires them: DeleteObjects); "
                "LastModified as text",
@@ -533,7 +536,7 @@ def _short(filename: str) -> str:
 
 
 # -- job commit ------------------------------------------------------------------------------------------
-def job_commit_cpu(files: int) -> tuple[float, int]:
+def job_commit_cpu(files: int, light: bool = False) -> tuple[float, int]:
     """CPU of a ``magic`` job commit of ``files`` files (moto in another process), per file."""
     import outcommit
     from outcommit.testing.faults import stop_process
@@ -542,7 +545,8 @@ def job_commit_cpu(files: int) -> tuple[float, int]:
     server, process = start_moto_process()
     try:
         url = f"s3://{BUCKET}/commit-cpu-{time.monotonic_ns()}"
-        config = {**server.config, "outcommit.committer.threads": "64"}
+        config = {**server.config, "outcommit.committer.threads": "64",
+                  "outcommit.s3.light-requests": str(light).lower()}
         committer = outcommit.create_committer(url, config, "magic")
         job = outcommit.JobContext(url, config=committer.config)
         committer.setup_job(job)
@@ -616,11 +620,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         process.kill()
         process.wait()
-    if args.commit_files:
-        per_file, threads = job_commit_cpu(args.commit_files)
+    for light in (False, True) if args.commit_files else ():
+        per_file, threads = job_commit_cpu(args.commit_files, light)
         print(f"\njob commit of a magic job of {args.commit_files} files (moto in another process, "
-              f"{threads} threads): {per_file * 1000:.2f} ms of client CPU per file "
-              f"(driver + children; target <= 0.5)")
+              f"{threads} threads, outcommit.s3.light-requests={str(light).lower()}): "
+              f"{per_file * 1000:.2f} ms of client CPU per file (driver + children; target <= 0.5)")
     return 0
 
 

@@ -55,7 +55,7 @@ def cpu_now() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def commit_in_process(endpoint: str, files: int, processes: int, results: Any) -> None:
+def commit_in_process(endpoint: str, files: int, processes: int, results: Any, light: bool = False) -> None:
     """Publish a magic job of ``files`` small files (8 tasks), commit it in ``processes``."""
     import outcommit
     from outcommit_s3.embedded import EmbeddedS3
@@ -63,7 +63,8 @@ def commit_in_process(endpoint: str, files: int, processes: int, results: Any) -
     server = EmbeddedS3(endpoint_url=endpoint, server=None, max_attempts=3)
     url = f"s3://{BUCKET}/model-{time.monotonic_ns()}-{multiprocessing.current_process().pid}"
     config = {**server.config, "outcommit.committer.threads": str(CONNECTIONS),
-              "outcommit.job-commit.processes": str(processes)}
+              "outcommit.job-commit.processes": str(processes),
+              "outcommit.s3.light-requests": str(light).lower()}
     committer = outcommit.create_committer(url, config, "magic")
     job = outcommit.JobContext(url, config=committer.config)
     committer.setup_job(job)
@@ -80,11 +81,11 @@ def commit_in_process(endpoint: str, files: int, processes: int, results: Any) -
     results.put((cpu_now() - started, sum(int(m["files"]) for m in messages)))
 
 
-def measure(endpoint: str, files: int, processes: int) -> tuple[float, int]:
+def measure(endpoint: str, files: int, processes: int, light: bool = False) -> tuple[float, int]:
     """(the job commit's client CPU per file, driver and workers; files committed)."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    driver = context.Process(target=commit_in_process, args=(endpoint, files, processes, results))
+    driver = context.Process(target=commit_in_process, args=(endpoint, files, processes, results, light))
     driver.start()
     cpu, committed = results.get(timeout=1800)
     driver.join()
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=16, help="the modelled driver's cores")
     parser.add_argument("--model-files", default="100000,1000000")
     parser.add_argument("--prefixes", default="1,10,100", help="prefixes the files spread over")
+    parser.add_argument("--light", action="store_true",
+                        help="outcommit.s3.light-requests=true (CompleteMultipartUpload's light path)")
     args = parser.parse_args(argv)
     from outcommit.testing.faults import stop_process
 
@@ -138,10 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         fixed = fixed_round_trips(server.endpoint_url)
         measured: dict[int, float] = {}
         for processes in (int(p) for p in args.processes.split(",")):
-            measured[processes], committed = measure(server.endpoint_url, args.files, processes)
+            measured[processes], committed = measure(server.endpoint_url, args.files, processes, args.light)
             print(f"measured: {committed:,} files committed with outcommit.job-commit.processes="
-                  f"{processes}, {measured[processes] * 1000:.2f} ms of client CPU per file (driver "
-                  "and its worker processes; moto in another process)")
+                  f"{processes}, outcommit.s3.light-requests={str(args.light).lower()}, "
+                  f"{measured[processes] * 1000:.2f} ms of client CPU per file (driver and its worker "
+                  "processes; moto in another process)")
     finally:
         stop_process(moto)
     cpu_per_file = measured.get(1) or min(measured.values())
