@@ -14,6 +14,9 @@ What it keeps of botocore, through its public classes:
   role, an assumed role's refreshing credentials), read with ``get_frozen_credentials()``
   per attempt, so refreshed ones are used;
 * signing: ``botocore.auth.S3SigV4Auth`` on a ``botocore.awsrequest.AWSRequest``;
+* hooks: ``before-send`` handlers on the client's events answer first, as in botocore's
+  endpoint (the other events, ``before-call`` included, do not fire: the store counts
+  its requests through ``before_call`` here);
 * HTTP: botocore's ``URLLib3Session`` (its pool, timeouts, CA bundle; its connection
   errors are botocore's exceptions, which the store translates as before);
 * retries: botocore's standard mode classes (``StandardRetryConditions``,
@@ -36,6 +39,7 @@ from urllib.parse import quote, urlsplit
 from xml.sax.saxutils import escape
 
 OPERATION = "CompleteMultipartUpload"
+_BEFORE_SEND = f"before-send.s3.{OPERATION}"
 _DNS_SAFE = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 _KNOWN = frozenset({"Bucket", "Key", "UploadId", "MultipartUpload", "IfNoneMatch"})
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -144,7 +148,7 @@ class LightCompleter:
             attempt += 1
             parsed, response, caught = None, None, None
             try:
-                response = self._http.send(self._signed(url, headers, body))
+                response = self._sent(self._signed(url, headers, body))
                 parsed = parse_answer(response.status_code, response.headers, response.content)
             except Exception as exc:  # botocore's connection errors: retried as botocore does
                 caught = exc
@@ -161,6 +165,15 @@ class LightCompleter:
                     raise caught
                 raise ClientError(parsed, OPERATION)
             time.sleep(self._backoff.delay_amount(context))
+
+    def _sent(self, request: Any) -> Any:
+        """The answer to ``request``: a ``before-send`` hook's, as botocore's endpoint asks
+        them first (stubs, fault injection: skipping it would bypass them), else the
+        server's."""
+        from botocore.hooks import first_non_none_response
+
+        answer = first_non_none_response(self._client.meta.events.emit(_BEFORE_SEND, request=request))
+        return answer if answer is not None else self._http.send(request)
 
     def _signed(self, url: str, headers: dict[str, str], body: bytes) -> Any:
         from botocore.auth import S3SigV4Auth
