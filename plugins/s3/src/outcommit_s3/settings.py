@@ -131,7 +131,7 @@ KEYS: dict[str, str] = {
            "wrong endpoint fails in a second with a clear error instead of after retries",
     LIGHT_REQUESTS: "true: CompleteMultipartUpload (job commit's request per file) is signed and "
                     "sent without botocore's client machinery, with its credentials, signer, HTTP "
-                    "session and standard retries (about a quarter of the client CPU; "
+                    "session and standard retries (about half of that request's client CPU; "
                     "docs/performance.md); default false",
     MAGIC_IN_MEMORY: "magic: keep a task's uploads in the memory of the process that set the task "
                      "up (default true); false: every writer saves .pending files (writers in "
