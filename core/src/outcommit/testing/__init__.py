@@ -18,8 +18,9 @@ import sys
 _pytest = sys.modules.get("pytest")
 if _pytest is not None:
     _pytest.register_assert_rewrite(
-        "outcommit.testing.conformance", "outcommit.testing.stores", "outcommit.testing.faults",
-        "outcommit.testing.roots", "outcommit.testing.names")
+        "outcommit.testing.conformance", "outcommit.testing.suite", "outcommit.testing.lifecycle",
+        "outcommit.testing.recovery", "outcommit.testing.isolation", "outcommit.testing.stores",
+        "outcommit.testing.faults", "outcommit.testing.roots", "outcommit.testing.names")
 
 from ..errors import InjectedFault  # noqa: E402  (after the registration above)
 from .faults import Fault, FaultInjectingStore  # noqa: E402
