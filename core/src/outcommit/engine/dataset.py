@@ -58,21 +58,8 @@ def write_dataset(data: Any, url: str, *, format: Any = "parquet",
                           "give a URL with its scheme (s3://bucket/path) and the store's settings "
                           "as config= (outcommit config lists the keys)")
     destination = _destination(url)
-    settings = _settings(config, storage_options)
-    # Configured under any spelling (spark.outcommit..., fs.s3a.committer.staging.conflict-mode):
-    # the raw key alone missed those, and pyarrow's 'error' then overrode the user's mode.
-    configured = resolve_config(settings)
-    behaviour = existing_data_behavior or ("" if configured.get_str(CONFLICT_KEY) else "error")
-    source = configured.spelled(CONFLICT_KEY)
-    if behaviour:
-        if behaviour not in EXISTING_DATA:
-            raise ConfigError(f"existing_data_behavior={behaviour!r}: use one of "
-                              f"{', '.join(EXISTING_DATA)}")
-        settings = {k: v for k, v in settings.items()  # this one spelling only
-                    if resolve_config({k: v}).get_str(CONFLICT_KEY) is None}
-        settings[CONFLICT_KEY] = EXISTING_DATA[behaviour]
-        source = (f"existing_data_behavior={existing_data_behavior!r}" if existing_data_behavior
-                  else "write_dataset's default, existing_data_behavior='error'")
+    settings, behaviour, source = _conflict_mode(_settings(config, storage_options),
+                                                 existing_data_behavior)
     columns = partition_columns(partitioning, partitioning_flavor)
     stream = batch_stream(data, schema)
     driver = LocalDriver(destination, committer=committer, config=settings, workers=1,
@@ -97,6 +84,28 @@ def write_dataset(data: Any, url: str, *, format: Any = "parquet",
         raise DestinationExistsError(f"{exc} (write_dataset: existing_data_behavior="
                                      "'overwrite_or_ignore' adds to it, 'delete_matching' replaces "
                                      "the partitions written)") from exc
+
+
+def _conflict_mode(settings: dict[str, Any],
+                   existing_data_behavior: str | None) -> tuple[dict[str, Any], str, str]:
+    """The settings with pyarrow's ``existing_data_behavior`` as outcommit's conflict mode,
+    that behaviour (``""``: the configured mode stands), and where the mode came from (for
+    the committer's errors)."""
+    # Configured under any spelling (spark.outcommit..., fs.s3a.committer.staging.conflict-mode):
+    # the raw key alone missed those, and pyarrow's 'error' then overrode the user's mode.
+    configured = resolve_config(settings)
+    behaviour = existing_data_behavior or ("" if configured.get_str(CONFLICT_KEY) else "error")
+    source = configured.spelled(CONFLICT_KEY)
+    if behaviour:
+        if behaviour not in EXISTING_DATA:
+            raise ConfigError(f"existing_data_behavior={behaviour!r}: use one of "
+                              f"{', '.join(EXISTING_DATA)}")
+        settings = {k: v for k, v in settings.items()  # this one spelling only
+                    if resolve_config({k: v}).get_str(CONFLICT_KEY) is None}
+        settings[CONFLICT_KEY] = EXISTING_DATA[behaviour]
+        source = (f"existing_data_behavior={existing_data_behavior!r}" if existing_data_behavior
+                  else "write_dataset's default, existing_data_behavior='error'")
+    return settings, behaviour, source
 
 
 def _unsupported_hint(name: str) -> str:

@@ -214,11 +214,10 @@ class LocalDriver:
                         attempt, table, self.fmt, self.partition_by, self.max_rows_per_file, failure,
                         self.max_bytes_per_file, dict(self.file_options), self.basename_template)
 
-    def run(self, tables: Sequence[Any], job: JobContext | None = None) -> JobResult:
-        started = time.monotonic()
-        committer = self.committer
-        # Partition columns the data cannot be split by fail before any task runs, for the
-        # tasks given as tables (an iterable of batches shows its schema only in its task).
+    def _check_tables(self, tables: Sequence[Any]) -> None:
+        """Refuse, before the job is set up, tables this job cannot write: partition columns
+        the data cannot be split by fail before any task runs, for the tasks given as tables
+        (an iterable of batches shows its schema only in its task)."""
         if self.basename_template and len(tables) > 1:
             # {i} counts one task's files: two tasks' part-0.parquet would replace each other.
             raise ConfigError(f"basename_template names the files of one task: give one table, "
@@ -226,6 +225,11 @@ class LocalDriver:
         for table in tables:
             if hasattr(table, "schema"):
                 check_partition_types(table.schema, self.partition_by)
+
+    def run(self, tables: Sequence[Any], job: JobContext | None = None) -> JobResult:
+        started = time.monotonic()
+        committer = self.committer
+        self._check_tables(tables)
         job = job or JobContext(self.destination, config=committer.config, task_messages=True)
         committer.setup_job(job)
         self.progress(f"job {job.job_id}: {len(tables)} tasks, committer {committer.name} "
