@@ -20,14 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-import socket
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Any, Literal, Protocol, cast
-from urllib.parse import urlsplit
+from typing import IO, Any, cast
 
 import fsspec
 
@@ -38,43 +36,13 @@ from .errors import CorruptFileError, RenameError, UnsupportedNameError
 from .iostats import IOStatistics
 from .multipart import BlockLists, MultipartUploads
 from .parallel import run_all
+from .storeio import connect_once as connect_once
+from .storeio import fs_path as fs_path
+from .storeio import throttling
+from .storetypes import BatchDelete, FileInfo, ObjectMetadata, RenameOutcome
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class FileInfo:
-    """What a listing or ``info`` says about one path."""
-
-    path: str
-    size: int = 0
-    is_dir: bool = False
-    etag: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def name(self) -> str:
-        return posixpath.basename(self.path.rstrip("/"))
-
-
-RenameOutcome = Literal["done", "not-done", "unknown"]
-
-
-# -- optional interfaces: a store implements one and declares the capability naming it ----------
-class BatchDelete(Protocol):
-    """``fs.delete.batch``: delete many files in few requests (S3: 1,000 per DeleteObjects).
-
-    Deleting nothing is success; a file that could not be deleted raises (a store that
-    answers "done" with per-file errors must turn them into an exception).
-    """
-
-    def delete_many(self, paths: Sequence[str]) -> None: ...
-
-
-class ObjectMetadata(Protocol):
-    """``fs.object.metadata``: write a file that carries user metadata (S3: ``x-amz-meta-*``)."""
-
-    def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None: ...
 
 #: Extension points a store plugin overrode under private names until issue 28: old -> new.
 RENAMED_EXTENSION_POINTS = {"_make_filesystem": "make_filesystem", "_to_info": "to_info",
@@ -82,9 +50,6 @@ RENAMED_EXTENSION_POINTS = {"_make_filesystem": "make_filesystem", "_to_info": "
                             "_delete_file": "delete_file"}
 
 _KEEPING_FILESYSTEM = threading.Lock()  # held for an assignment, never across a request
-
-_THROTTLE_MARKERS = ("SlowDown", "ServerBusy", "TooManyRequests", "Too Many Requests",
-                     "503 Service Unavailable", "rateLimitExceeded")
 
 
 class Store:
@@ -465,15 +430,7 @@ class Store:
 
     def is_throttling(self, exc: BaseException) -> bool:
         """Is ``exc`` the store refusing a request under load (HTTP 503/429)?"""
-        for attr in ("status", "status_code", "code", "http_status"):
-            value = getattr(exc, attr, None)
-            if value in (429, 503, "429", "503"):
-                return True
-        response = getattr(exc, "response", None)
-        if response is not None and getattr(response, "status_code", None) in (429, 503):
-            return True
-        text = str(exc)
-        return any(marker in text for marker in _THROTTLE_MARKERS)
+        return throttling(exc)
 
     def is_transient(self, exc: BaseException) -> bool:
         """Is ``exc`` a failure that a retry of the same request may not meet again?"""
@@ -491,28 +448,6 @@ class Store:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._url}>"
-
-
-def fs_path(fs: fsspec.AbstractFileSystem, url: str) -> str:
-    """The path ``fs`` names by ``url``: its protocol stripped, normalised as ``fs`` does.
-
-    fsspec has no public method for it on an instance: a filesystem's ``_strip_protocol``
-    classmethod is the hook fsspec's implementers override, and the public
-    ``fsspec.core.strip_protocol`` picks the class by the URL's own protocol (a path
-    without one would be read as a local file's). So this is the one place outcommit
-    calls the hook (tests/core/test_store.py pins what it answers).
-    """
-    return str(fs._strip_protocol(url))
-
-
-def connect_once(url: str, timeout: float) -> None:
-    """One TCP connection to the host and port of ``url`` (80/443 by its scheme), closed at
-    once: stores probe their endpoint with it before the first request, so a wrong or
-    closed one fails in seconds, not after the SDK's retries. Raises the ``OSError``."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    with socket.create_connection((parts.hostname or "", port), timeout=timeout):
-        pass
 
 
 @dataclass(frozen=True)
