@@ -31,6 +31,16 @@ class TestMemoryStore(StoreContract):
         return f"memory:///contract-{uuid.uuid4().hex}"
 
 
+class TestMemmpStore(StoreContract):
+    """The memory store with S3's multipart uploads and no rename declared."""
+
+    name_settings = budget(25)
+
+    @pytest.fixture
+    def store_root(self) -> str:
+        return f"memmp:///contract-{uuid.uuid4().hex}"
+
+
 class TestBaseStoreOverFsspecMemory(StoreContract):
     """What a plugin's store inherits, overriding nothing, over a generic fsspec filesystem
     (fsspec's own memory filesystem): its deletes and renames name exactly one path too."""

@@ -73,14 +73,19 @@ class DelayedCompletionCommitter(Committer):
     #: Complete with ``If-None-Match: *`` when the conflict mode is ``fail``: a file that
     #: appears after the destination was checked is never replaced.
     exclusive_completion: ClassVar[bool] = False
-    #: Schemes a pending file's ``uri`` may name; the first is the one written.
-    uri_schemes: ClassVar[tuple[str, ...]] = ("s3a", "s3", "s3n")
+    #: Schemes a pending file's ``uri`` may name; the first is the one written. The store's
+    #: binding supplies them (S3's: ``s3a``, ``s3``, ``s3n``).
+    uri_schemes: ClassVar[tuple[str, ...]] = ()
+    #: Header of a magic path's marker object that carries the file's length, where the
+    #: store has object metadata (the binding's: S3A's ``x-hadoop-s3a-magic-data-length``).
+    marker_length_header: ClassVar[str] = ""
 
     def __init__(self, destination: str, store: Store, config: Any = None) -> None:
         super().__init__(destination, store, config)
         # 'a/../b' or 'a//b' names a different key on S3 than a reader expects, and no
-        # containment check can hold against it: refused before anything is written.
-        if any(part in ("", ".", "..") for part in self.dest.split("/")):
+        # containment check can hold against it: refused before anything is written. A
+        # rooted path's leading '/' (memmp://'s, as memory://'s) is no empty component.
+        if any(part in ("", ".", "..") for part in self.dest.removeprefix("/").split("/")):
             raise ConfigError(f"destination {destination!r} has an empty, '.' or '..' path component")
         mp = self.open_uploads(store)
         if mp is None:

@@ -39,8 +39,9 @@ class PendingCommit:
     uri: str = ""
     filename: str = ""
     created: int = 0
-    #: Scheme of the ``uri`` written when none is given (Hadoop's S3A writes ``s3a``).
-    scheme: str = "s3a"
+    #: Scheme of the ``uri`` written when none is given: the binding's (S3's writes
+    #: ``s3a``, as Hadoop's S3A; none: no ``uri`` is written, readers use bucket and key).
+    scheme: str = ""
 
     @property
     def path(self) -> str:
@@ -52,7 +53,7 @@ class PendingCommit:
         return {
             "version": VERSION,
             "filename": self.filename,
-            "uri": self.uri or f"{self.scheme}://{self.bucket}/{self.key}",
+            "uri": self.uri or (f"{self.scheme}://{self.bucket}/{self.key}" if self.scheme else ""),
             "bucket": self.bucket,
             "destinationKey": self.key,
             "uploadId": self.upload_id,
@@ -108,8 +109,9 @@ class Expectations:
     job_id: str
     destination: str            # store path, e.g. bucket/table
     reserved: tuple[str, ...]   # prefixes of top-level names inside the destination no commit may target
-    #: Schemes a pending file's ``uri`` may name (the store's, and Hadoop's spellings of it).
-    uri_schemes: tuple[str, ...] = ("s3", "s3a", "s3n")
+    #: Schemes a pending file's ``uri`` may name (the binding's: the store's, and Hadoop's
+    #: spellings of it); none: a ``uri`` names a store no binding of this job writes.
+    uri_schemes: tuple[str, ...] = ()
     #: The store's limits: parts per object, bytes per part and per object.
     max_parts: int = 10_000
     max_part_size: int = 5 * 1024**3

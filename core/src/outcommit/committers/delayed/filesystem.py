@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 MAGIC = "__magic"
 BASE = "__base"
-MARKER_LENGTH_HEADER = "x-hadoop-s3a-magic-data-length"
 
 
 def magic_destination(dest: str, path: str) -> str | None:
@@ -144,7 +143,7 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
             return PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=tuple(etags),
                                  length=length, job_id=self.task.job_id, task_id=self.task.task_id,
                                  filename=posixpath.basename(self.path),
-                                 scheme=self.committer.uri_schemes[0])
+                                 scheme=next(iter(self.committer.uri_schemes), ""))
 
         if self.tracker is not None:
             # The last part in the background (the upload started at open): close() returns.
@@ -161,8 +160,9 @@ class MagicUploadFile(AbstractBufferedFile):  # type: ignore[misc]
         try:
             store.write_bytes(pending, body)
             with_metadata = store.object_metadata()
-            if with_metadata is not None:
-                with_metadata.write_with_metadata(self.path, b"", {MARKER_LENGTH_HEADER: str(commit.length)})
+            header = self.committer.marker_length_header
+            if with_metadata is not None and header:
+                with_metadata.write_with_metadata(self.path, b"", {header: str(commit.length)})
             else:
                 store.write_bytes(self.path, b"")
             # A writer that outlived its job (a straggler closing after job commit or abort)
@@ -285,7 +285,7 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         ``__base`` would be committed as that attempt's, and a ``..`` path is ambiguous.
         """
         stripped = self._strip_protocol(path)
-        if any(part in ("", ".", "..") for part in stripped.split("/")):
+        if any(part in ("", ".", "..") for part in stripped.removeprefix("/").split("/")):
             raise UnsupportedWriteError(f"{path}: empty, '.' and '..' path components are not allowed")
         base = self.committer.work_path(self.task)
         if not is_inside(stripped, self.committer.dest):

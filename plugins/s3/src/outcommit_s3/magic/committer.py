@@ -28,3 +28,5 @@ class MagicCommitter(MultipartCommitter, MagicCommitterBase):
     requires = (caps.MULTIPART_DELAYED_COMPLETION, caps.CREATE_EXCLUSIVE, caps.LISTING_CONSISTENT)
     in_memory_key = MAGIC_IN_MEMORY
     upload_threads_key = MAGIC_UPLOAD_THREADS
+    # Hadoop's readers of a magic path's marker object take the file's length from it.
+    marker_length_header = "x-hadoop-s3a-magic-data-length"

@@ -169,7 +169,7 @@ class StagingCommitter(MultipartCommitter):
         bucket, _, key = final.partition("/")
         commit = PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=(), length=0,
                                job_id=task.job_id, task_id=task.task_id,
-                               filename=os.path.basename(local))
+                               filename=os.path.basename(local), scheme=self.uri_schemes[0])
         started.append(commit)  # known from now on: aborted if anything below fails
         etags: list[str] = []
         length = 0
@@ -184,7 +184,7 @@ class StagingCommitter(MultipartCommitter):
                     break
         return PendingCommit(bucket=bucket, key=key, upload_id=upload_id, etags=tuple(etags),
                              length=length, job_id=task.job_id, task_id=task.task_id,
-                             filename=os.path.basename(local))
+                             filename=os.path.basename(local), scheme=self.uri_schemes[0])
 
     def check_task_partitions(self, task: TaskAttemptContext, finals: list[str]) -> None:
         """Conflict mode ``fail``, scoped to partitions: which partitions a job writes is
