@@ -59,7 +59,7 @@ def test_installed_plugin_adds_its_scheme_without_touching_core(installed_testpl
     # The broken entry point is reported with the plugin's name, and everything else still loads.
     assert 'Error importing plugin "broken"' in plugins["broken"]["error"]
     assert "outcommit_this_module_does_not_exist" in plugins["broken"]["error"]
-    assert plugins["outcommit"]["schemes"] == ["file", "local", "memory"]
+    assert plugins["outcommit"]["schemes"] == ["file", "local", "memory", "memmp"]
 
 
 def test_cli_lists_builtins_hdfs_and_the_broken_plugin(installed_testplugin: Path) -> None:
