@@ -85,3 +85,16 @@ def test_an_aborted_upload_fails_job_commit_and_shows_nothing(dest: str,
     with pytest.raises(CommitError):
         committer.commit_job(job, messages)
     assert not store.exists(store.strip(dest) + "/part-0.bin")
+
+
+def test_the_task_filesystem_names_the_bindings_scheme(dest: str, small_parts: dict[str, Any]) -> None:
+    """fsspec's URLs of a task's files name the store it writes to, not S3's schemes."""
+    committer = create_committer(dest, small_parts)
+    job = JobContext(dest, config=committer.config)
+    committer.setup_job(job)
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    fs = committer.filesystem(task)
+    assert fs.unstrip_protocol(committer.work_path(task)).startswith("memmp:///")
+    committer.abort_task(task)
+    committer.abort_job(job)

@@ -222,13 +222,16 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
     """The task's view of the store: magic paths become pending uploads, the rest is the
     store's own filesystem (s3fs, adlfs)."""
 
-    protocol = ("s3", "s3a")  # fsspec's registry needs one; paths are stripped by the store
+    # fsspec's registry needs one; each instance names its binding's (``uri_schemes``):
+    # paths are stripped by the store.
+    protocol: str | tuple[str, ...] = "magic"
     cachable = False  # one per committer and task, never shared through fsspec's cache
 
     def __init__(self, committer: DelayedCompletionCommitter, task: TaskAttemptContext,
                  inner: fsspec.AbstractFileSystem, part_size: int,
                  tracker: AttemptUploads | None = None) -> None:
         super().__init__()
+        self.protocol = tuple(committer.uri_schemes) or type(self).protocol
         self.committer = committer
         self.task = task
         self.inner = inner
