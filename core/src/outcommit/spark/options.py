@@ -301,6 +301,27 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
     write_config, config = option_config(lowered, spark_conf)
     session = session_config(spark_conf or {})
 
+    mode, reason = _conflict_mode(lowered, write_config, session, overwrite)
+    # Drop every spelling of the conflict mode key so the resolved one is the only one.
+    config = {k: v for k, v in config.items()
+              if resolve_config({k: v}).get_str(CONFLICT_KEY) is None}
+    config[CONFLICT_KEY] = mode
+
+    file_options = _file_options(fmt, lowered)
+    fail_once = lowered.get(FAIL_TASK_ONCE_OPTION)
+    committer = lowered.get("committer", "").strip() or None
+    return WritePlan(
+        destination=path, committer=committer, config=config, fmt=fmt,
+        partition_by=partition_by, max_rows_per_file=_int_option(lowered, "maxrowsperfile", 0),
+        max_bytes_per_file=_int_option(lowered, "maxbytesperfile", 0),
+        file_options=file_options, conflict_mode=mode, conflict_reason=reason,
+        fail_task_once=int(fail_once) if fail_once not in (None, "") else None,
+        option_keys=tuple(resolve_config(write_config)))
+
+
+def _conflict_mode(lowered: Mapping[str, str], write_config: Mapping[str, str],
+                   session: Mapping[str, str], overwrite: bool) -> tuple[str, str]:
+    """The conflict mode and what set it (build_plan's order of precedence)."""
     mode = lowered.get("conflictmode", "").strip().lower()
     configured = resolve_config(write_config).get_str(CONFLICT_KEY)
     if mode:
@@ -317,11 +338,11 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
         mode, reason = "append", "save mode append"
     if mode not in ("fail", "append", "replace"):
         raise OptionError(f"conflict mode {mode!r} ({reason}): use fail, append or replace")
-    # Drop every spelling of the conflict mode key so the resolved one is the only one.
-    config = {k: v for k, v in config.items()
-              if resolve_config({k: v}).get_str(CONFLICT_KEY) is None}
-    config[CONFLICT_KEY] = mode
+    return mode, reason
 
+
+def _file_options(fmt: str, lowered: Mapping[str, str]) -> dict[str, Any]:
+    """The writer's options the data source's options set (Parquet: row group, codec)."""
     file_options: dict[str, Any] = {}
     try:
         codec = check_compression(fmt, lowered.get("compression"))
@@ -333,15 +354,7 @@ def build_plan(options: Mapping[str, str], overwrite: bool,
             file_options["row_group_size"] = row_group
         if codec:
             file_options["compression"] = codec
-    fail_once = lowered.get(FAIL_TASK_ONCE_OPTION)
-    committer = lowered.get("committer", "").strip() or None
-    return WritePlan(
-        destination=path, committer=committer, config=config, fmt=fmt,
-        partition_by=partition_by, max_rows_per_file=_int_option(lowered, "maxrowsperfile", 0),
-        max_bytes_per_file=_int_option(lowered, "maxbytesperfile", 0),
-        file_options=file_options, conflict_mode=mode, conflict_reason=reason,
-        fail_task_once=int(fail_once) if fail_once not in (None, "") else None,
-        option_keys=tuple(resolve_config(write_config)))
+    return file_options
 
 
 # -- reading -----------------------------------------------------------------------------------------

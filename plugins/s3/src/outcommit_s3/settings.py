@@ -197,6 +197,63 @@ def _storage_classes() -> tuple[str, ...]:
     return tuple(shape.enum)
 
 
+def _endpoint(config: Config) -> str | None:
+    """The endpoint as a URL; Hadoop's scheme-less form only with its SSL key set."""
+    from outcommit import ConfigError
+
+    endpoint = setting(config, ENDPOINT)
+    if endpoint and "://" not in endpoint:
+        if config.get_str(SSL_ENABLED_HADOOP) is None:
+            # Hadoop would use https: against a plain-HTTP server (MinIO, moto on a laptop)
+            # every request then failed its TLS handshake, retried, for 9-12 s.
+            raise ConfigError(f"{config.spelled(ENDPOINT)}={endpoint!r} has no scheme: add http:// "
+                              f"or https:// (http://{endpoint} for a plain-HTTP server such as MinIO "
+                              f"or moto), or set {SSL_ENABLED_HADOOP} as Hadoop's S3A would read it")
+        ssl = config.get_bool(SSL_ENABLED_HADOOP, True)
+        endpoint = f"{'https' if ssl else 'http'}://{endpoint}"
+    return endpoint
+
+
+def _part_size(config: Config) -> int:
+    from outcommit import ConfigError
+
+    part_size_text = setting(config, PART_SIZE)
+    try:
+        part_size = _size(part_size_text) if part_size_text else DEFAULT_PART_SIZE
+    except ValueError:
+        raise ConfigError(f"{PART_SIZE}={part_size_text!r} is not a size (e.g. 16777216 or 16M)") \
+            from None
+    if part_size < MIN_PART_SIZE:
+        raise ConfigError(f"{PART_SIZE}={part_size} is below S3's minimum part size "
+                          f"{MIN_PART_SIZE} (5 MiB)")
+    return part_size
+
+
+def _object_options(config: Config, endpoint: str | None) -> tuple[str, str | None, str | None]:
+    """Encryption algorithm, canned ACL and storage class, checked before any upload."""
+    from outcommit import ConfigError
+
+    algorithm = (setting(config, ENCRYPTION_ALGORITHM) or "").lower()
+    if algorithm == "sse-c":
+        raise ConfigError(f"{ENCRYPTION_ALGORITHM}=SSE-C (customer-provided keys) is not supported: "
+                          "use SSE-S3 or SSE-KMS")
+    if algorithm not in _ENCRYPTION:
+        raise ConfigError(f"{ENCRYPTION_ALGORITHM}={algorithm!r}: use SSE-S3, SSE-KMS or DSSE-KMS")
+    acl = setting(config, ACL)
+    if acl and acl.replace("-", "").lower() not in _ACLS:
+        raise ConfigError(f"{ACL}={acl!r}: use a canned ACL such as bucket-owner-full-control, "
+                          f"private ({', '.join(sorted(set(_ACLS.values())))})")
+    storage_class = setting(config, STORAGE_CLASS)
+    if storage_class and storage_class.upper() not in _storage_classes():
+        known = ", ".join(c.lower() for c in _storage_classes())
+        if not endpoint:  # AWS: a class its model does not know fails every upload
+            raise ConfigError(f"{STORAGE_CLASS}={storage_class!r}: use one of {known}")
+        # S3-compatible stores have classes of their own (Ceph RGW placement targets).
+        log.warning("%s=%r is not one of AWS's storage classes (%s): sent as given to %s",
+                    STORAGE_CLASS, storage_class, known, endpoint)
+    return algorithm, acl, storage_class
+
+
 @dataclass(frozen=True)
 class S3Settings:
     """Resolved connection and upload settings of one store."""
@@ -229,48 +286,11 @@ class S3Settings:
     def from_config(cls, config: Config) -> S3Settings:
         import os
 
-        from outcommit import ConfigError
-
-        endpoint = setting(config, ENDPOINT)
-        if endpoint and "://" not in endpoint:
-            if config.get_str(SSL_ENABLED_HADOOP) is None:
-                # Hadoop would use https: against a plain-HTTP server (MinIO, moto on a laptop)
-                # every request then failed its TLS handshake, retried, for 9-12 s.
-                raise ConfigError(f"{config.spelled(ENDPOINT)}={endpoint!r} has no scheme: add http:// "
-                                  f"or https:// (http://{endpoint} for a plain-HTTP server such as MinIO "
-                                  f"or moto), or set {SSL_ENABLED_HADOOP} as Hadoop's S3A would read it")
-            ssl = config.get_bool(SSL_ENABLED_HADOOP, True)
-            endpoint = f"{'https' if ssl else 'http'}://{endpoint}"
+        endpoint = _endpoint(config)
         path_style = setting(config, PATH_STYLE)
-        part_size_text = setting(config, PART_SIZE)
-        try:
-            part_size = _size(part_size_text) if part_size_text else DEFAULT_PART_SIZE
-        except ValueError:
-            raise ConfigError(f"{PART_SIZE}={part_size_text!r} is not a size (e.g. 16777216 or 16M)") \
-                from None
-        if part_size < MIN_PART_SIZE:
-            raise ConfigError(f"{PART_SIZE}={part_size} is below S3's minimum part size "
-                              f"{MIN_PART_SIZE} (5 MiB)")
         attempts = setting(config, MAX_ATTEMPTS)
         connections = setting(config, MAX_CONNECTIONS)
-        algorithm = (setting(config, ENCRYPTION_ALGORITHM) or "").lower()
-        if algorithm == "sse-c":
-            raise ConfigError(f"{ENCRYPTION_ALGORITHM}=SSE-C (customer-provided keys) is not supported: "
-                              "use SSE-S3 or SSE-KMS")
-        if algorithm not in _ENCRYPTION:
-            raise ConfigError(f"{ENCRYPTION_ALGORITHM}={algorithm!r}: use SSE-S3, SSE-KMS or DSSE-KMS")
-        acl = setting(config, ACL)
-        if acl and acl.replace("-", "").lower() not in _ACLS:
-            raise ConfigError(f"{ACL}={acl!r}: use a canned ACL such as bucket-owner-full-control, "
-                              f"private ({', '.join(sorted(set(_ACLS.values())))})")
-        storage_class = setting(config, STORAGE_CLASS)
-        if storage_class and storage_class.upper() not in _storage_classes():
-            known = ", ".join(c.lower() for c in _storage_classes())
-            if not endpoint:  # AWS: a class its model does not know fails every upload
-                raise ConfigError(f"{STORAGE_CLASS}={storage_class!r}: use one of {known}")
-            # S3-compatible stores have classes of their own (Ceph RGW placement targets).
-            log.warning("%s=%r is not one of AWS's storage classes (%s): sent as given to %s",
-                        STORAGE_CLASS, storage_class, known, endpoint)
+        algorithm, acl, storage_class = _object_options(config, endpoint)
         return cls(
             endpoint_url=endpoint or None,
             access_key=setting(config, ACCESS_KEY) or None,
@@ -281,7 +301,7 @@ class S3Settings:
             path_style=(path_style or "false").lower() in ("true", "1", "yes"),
             max_attempts=max(1, int(attempts)) if attempts else 5,
             max_connections=max(1, int(connections)) if connections else 64,
-            part_size=part_size,
+            part_size=_part_size(config),
             abort_pending_uploads=config.get_bool(ABORT_PENDING, True),
             encryption=_ENCRYPTION[algorithm],
             encryption_key=setting(config, ENCRYPTION_KEY) or None,
@@ -297,6 +317,7 @@ class S3Settings:
             probe=config.get_bool(PROBE, True),
             light_requests=config.get_bool(LIGHT_REQUESTS, False),
         )
+
 
     def object_args(self) -> dict[str, str]:
         """Parameters of every request that creates an object (PUT, CreateMultipartUpload, copy)."""
