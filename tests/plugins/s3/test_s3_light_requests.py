@@ -117,3 +117,123 @@ def test_if_none_match_keeps_the_existing_object_on_the_light_path(s3_config, s3
         mp.complete(path, upload, etags, if_none_match=True)
     assert store.read_bytes(path) == b"old"
     assert mp.abort(path, upload)
+
+
+GATEWAY_PAGE = b"<html><body><p>Request accepted</p></body></html>"  # well-formed XML, not S3's
+
+
+@pytest.mark.parametrize("body", [
+    GATEWAY_PAGE,
+    b'<CompleteMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><ETag></ETag>'
+    b"</CompleteMultipartUploadResult>",
+    b'<?xml version="1.0"?><CompleteMultipartUploadResult><Location>http://s',  # cut short
+], ids=["gateway-page", "no-etag", "truncated"])
+def test_a_200_that_is_not_a_completion_is_retried(body, s3_server, s3_config, s3_root):
+    """A 2xx counts only as a CompleteMultipartUploadResult with an ETag: anything else is
+    a 500 InternalError, retried (the retry then completes, with the real ETag)."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        config = {**s3_config, LIGHT: "true", "outcommit.s3.endpoint": proxy.url}
+        store = outcommit.open_store(s3_root, config)
+        path = store.strip(s3_root) + "/not-a-completion.bin"
+        mp, upload, etags = _upload(store, path)
+        rule = proxy.add(Rule("not-s3", respond(200, body), **COMPLETE, times=1))
+        etag = mp.complete(path, upload, etags)
+    assert rule.fired == 1 and rule.matched == 2
+    assert etag and store.info(path).etag == etag
+    assert store.read_bytes(path) == b"content"
+
+
+def test_a_gateway_page_every_time_leaves_the_upload_pending(s3_server, s3_config, s3_root):
+    """A 200 gateway page never completes the upload: it must not be counted as completed."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        config = {**s3_config, LIGHT: "true", "outcommit.s3.endpoint": proxy.url,
+                  "outcommit.s3.retry.max-attempts": "2", "outcommit.retry.attempts": "2"}
+        store = outcommit.open_store(s3_root, config)
+        path = store.strip(s3_root) + "/gateway.bin"
+        mp, upload, etags = _upload(store, path)
+        rule = proxy.add(Rule("gateway", respond(200, GATEWAY_PAGE, "text/html"), **COMPLETE, times=-1))
+        with pytest.raises(UploadPendingError, match="InternalError"):
+            mp.complete(path, upload, etags)
+        assert rule.fired == 4  # 2 store attempts x 2 botocore attempts
+        assert store.info(path) is None
+        assert mp.is_pending(path, upload)
+        assert mp.abort(path, upload)
+
+
+def test_a_wrong_region_answer_hands_the_bucket_to_botocore(s3_server, s3_config, s3_root):
+    """400 AuthorizationHeaderMalformed (signed for the wrong region): botocore's region
+    redirector resends such calls, the light path cannot, so it hands this call and the
+    bucket's later ones to botocore."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        config = {**s3_config, LIGHT: "true", "outcommit.s3.endpoint": proxy.url}
+        store = outcommit.open_store(s3_root, config)
+        through_botocore = _botocore_completions(store.client)
+        bucket = s3_root.split("/")[2]
+        paths = [store.strip(s3_root) + f"/moved-{i}.bin" for i in range(2)]
+        uploads = [_upload(store, p) for p in paths]
+        rule = proxy.add(Rule("region", respond(400, s3_error("AuthorizationHeaderMalformed")), **COMPLETE))
+        for path, (mp, upload, etags) in zip(paths, uploads, strict=True):
+            assert mp.complete(path, upload, etags) == store.info(path).etag
+    assert rule.fired == 1
+    assert len(through_botocore) == 2  # the handed-back call, then the bucket's next one
+    assert store.client.light.redirected == {bucket}
+
+
+def test_the_light_path_goes_through_the_environments_proxy(monkeypatch, s3_server, s3_config, s3_root):
+    """HTTP_PROXY as botocore's endpoint honours it: the completion reaches S3 through it."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
+        path = store.strip(s3_root) + "/proxied.bin"
+        mp, upload, etags = _upload(store, path)
+        seen = proxy.add(Rule("seen", respond(200, b""), **COMPLETE, skip=1 << 30))  # counts, never fires
+        etag = mp.complete(path, upload, etags)
+    assert seen.matched == 1
+    assert store.info(path).etag == etag
+
+
+@pytest.mark.parametrize("endpoint, path_style, bucket", [
+    ("http://10.0.0.1:9000", False, "bucket"),  # no virtual host in front of an address
+    ("http://[::1]:9000", False, "bucket"),
+    ("https://s3.example.com/prefix", True, "bucket"),  # botocore keeps the path's prefix
+    ("https://s3.example.com/prefix", False, "bucket"),
+    ("https://s3.us-west-2.amazonaws.com", False, "data--usw2-az1--x-s3"),  # S3 Express
+    ("https://s3.us-west-2.amazonaws.com", True, "data--usw2-az1--x-s3"),
+])
+def test_addresses_the_light_path_does_not_make_go_to_botocore(endpoint, path_style, bucket):
+    assert _completer(endpoint, path_style).url(bucket, "k") is None
+
+
+@pytest.mark.parametrize("endpoint, path_style, expected", [
+    ("http://10.0.0.1:9000", True, "http://10.0.0.1:9000/bucket/k"),
+    ("https://s3.example.com", False, "https://bucket.s3.example.com/k"),
+    ("https://s3.example.com/", True, "https://s3.example.com/bucket/k"),
+])
+def test_plain_addresses_take_the_light_path(endpoint, path_style, expected):
+    assert _completer(endpoint, path_style).url("bucket", "k") == expected
+
+
+def _completer(endpoint: str, path_style: bool) -> Any:
+    import botocore.session
+
+    from outcommit_s3.light import LightCompleter
+
+    client = botocore.session.Session().create_client(
+        "s3", endpoint_url=endpoint, region_name="us-west-2", aws_access_key_id="k",
+        aws_secret_access_key="s")
+    return LightCompleter(client, None, path_style, True, 3, 4, (1.0, 1.0))
+
+
+@pytest.mark.parametrize("body", [b'<?xml version="1.0"?><CompleteMultipartUploadResult><ETag>"ab',
+                                  b"<html><body>ok</body></html>"], ids=["truncated", "gateway-page"])
+def test_a_200_that_is_not_a_completion_reads_as_a_500_internal_error(body):
+    """What botocore's retry checks then see: a retryable 500 InternalError (not a 200 with
+    an error code of "200", which no retry condition takes)."""
+    from outcommit_s3.light import parse_answer
+
+    parsed = parse_answer(200, {}, body)
+    assert parsed["Error"]["Code"] == "InternalError"
+    assert parsed["ResponseMetadata"]["HTTPStatusCode"] == 500

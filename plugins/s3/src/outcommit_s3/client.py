@@ -105,15 +105,19 @@ def _light_completer(client: Any, settings: S3Settings, session: Any, keys: dict
     """The light CompleteMultipartUpload path (``light.py``), with the client's credentials:
     the explicit keys it was made with, else its session's chain (refreshing ones too)."""
     from botocore.credentials import Credentials
+    from botocore.utils import get_environ_proxies
 
     from .light import LightCompleter
 
     credentials = (Credentials(keys["aws_access_key_id"], keys["aws_secret_access_key"],
                                keys.get("aws_session_token")) if keys else session.get_credentials())
     verify = session.get_config_variable("ca_bundle") or True
+    # botocore's EndpointCreator: the config's proxies, else the environment's for the endpoint.
+    proxies = client.meta.config.proxies or get_environ_proxies(client.meta.endpoint_url)
     return LightCompleter(client, credentials, settings.path_style, verify, settings.max_attempts,
                           settings.max_connections, (settings.connect_timeout, settings.read_timeout),
-                          requester_pays=settings.requester_pays)
+                          requester_pays=settings.requester_pays, proxies=proxies,
+                          proxies_config=client.meta.config.proxies_config)
 
 
 def parse_timestamp(value: Any) -> datetime:

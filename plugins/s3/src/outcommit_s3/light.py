@@ -29,6 +29,7 @@ What it keeps of botocore, through its public classes:
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 import time
@@ -43,6 +44,9 @@ _BEFORE_SEND = f"before-send.s3.{OPERATION}"
 _DNS_SAFE = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 _KNOWN = frozenset({"Bucket", "Key", "UploadId", "MultipartUpload", "IfNoneMatch"})
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+#: Answers meaning the bucket is in another region than the client's: botocore's region
+#: redirector re-signs and resends them; this path does not, so it hands the call back.
+_WRONG_REGION = frozenset({"PermanentRedirect", "AuthorizationHeaderMalformed"})
 
 
 def _body(parts: Sequence[dict[str, Any]]) -> bytes:
@@ -61,7 +65,10 @@ def _text(root: ET.Element, name: str) -> str:
 
 def parse_answer(status: int, headers: Any, data: bytes) -> dict[str, Any]:
     """The answer as botocore would parse it: {'ETag': ...} or {'Error': {...}} with
-    ResponseMetadata. A 200 whose body is an <Error> is an error (a 500, as botocore)."""
+    ResponseMetadata. A 2xx is a completion only when its body is a
+    CompleteMultipartUploadResult naming an ETag; any other 2xx (an <Error> inside, a
+    truncated body, a gateway's page) is a 500 InternalError, retried, as botocore's
+    ``_looks_like_special_case_error`` makes S3's 200-with-an-error."""
     metadata = {"HTTPStatusCode": status, "HTTPHeaders": dict(headers),
                 "RequestId": headers.get("x-amz-request-id", ""), "HostId": headers.get("x-amz-id-2", "")}
     root = None
@@ -69,15 +76,47 @@ def parse_answer(status: int, headers: Any, data: bytes) -> dict[str, Any]:
         try:
             root = ET.fromstring(data)
         except ET.ParseError:
-            root = None  # a proxy's HTML page: the status says what happened
+            root = None  # a proxy's HTML page, a body cut short: the status alone tells
+    if status < 300:
+        return _success(root, metadata)
     if root is not None and root.tag.rpartition("}")[2] == "Error":
-        if status < 300:
-            metadata["HTTPStatusCode"] = 500  # botocore: S3's 200 with an error inside
         return {"Error": {"Code": _text(root, "Code") or str(status), "Message": _text(root, "Message")},
                 "ResponseMetadata": metadata}
-    if status >= 300 or root is None:
-        return {"Error": {"Code": str(status), "Message": ""}, "ResponseMetadata": metadata}
-    return {"ETag": _text(root, "ETag"), "Location": _text(root, "Location"), "ResponseMetadata": metadata}
+    return {"Error": {"Code": str(status), "Message": ""}, "ResponseMetadata": metadata}
+
+
+def _success(root: ET.Element | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    """A 2xx's answer. Only a CompleteMultipartUploadResult with a non-empty ETag is one:
+    taking anything else for success would count an upload as completed that was not."""
+    tag = "" if root is None else root.tag.rpartition("}")[2]
+    if root is not None and tag == "CompleteMultipartUploadResult" and _text(root, "ETag"):
+        return {"ETag": _text(root, "ETag"), "Location": _text(root, "Location"),
+                "ResponseMetadata": metadata}
+    metadata["HTTPStatusCode"] = 500  # botocore: S3's 200 with an error (or a cut body) inside
+    if root is not None and tag == "Error":
+        return {"Error": {"Code": _text(root, "Code") or "InternalError", "Message": _text(root, "Message")},
+                "ResponseMetadata": metadata}
+    what = f"a <{tag}> body" if tag else "an empty or unreadable body"
+    return {"Error": {"Code": "InternalError", "Message": f"a 2xx answer with {what}, not a "
+                                                          "CompleteMultipartUploadResult with an ETag"},
+            "ResponseMetadata": metadata}
+
+
+_REDIRECTED: dict[str, Any] = {}  # _send's answer when the bucket is in another region
+
+
+def _wrong_region(parsed: dict[str, Any]) -> bool:
+    return (parsed["ResponseMetadata"]["HTTPStatusCode"] == 301
+            or parsed["Error"].get("Code") in _WRONG_REGION)
+
+
+def _is_ip(host: str) -> bool:
+    """An IP address host: no bucket name can be put in front of it (virtual hosting)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 class LightCompleter:
@@ -85,7 +124,8 @@ class LightCompleter:
 
     def __init__(self, client: Any, credentials: Any, path_style: bool, verify: Any,
                  max_attempts: int, max_connections: int, timeouts: tuple[float, float],
-                 requester_pays: bool = False) -> None:
+                 requester_pays: bool = False, proxies: dict[str, str] | None = None,
+                 proxies_config: dict[str, Any] | None = None) -> None:
         from botocore.httpsession import URLLib3Session
         from botocore.retries.standard import ExponentialBackoff, StandardRetryConditions
 
@@ -100,8 +140,10 @@ class LightCompleter:
         options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
         if getattr(client.meta.config, "tcp_keepalive", None):
             options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+        # The proxies botocore's endpoint uses (HTTPS_PROXY, the config's): without them this
+        # request alone bypassed a proxy that a network reaches S3 only through.
         self._http = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
-                                    socket_options=options)
+                                    socket_options=options, proxies=proxies, proxies_config=proxies_config)
         self._conditions = StandardRetryConditions(max_attempts=max_attempts)
         self._backoff = ExponentialBackoff()
         self._model = client.meta.service_model.operation_model(OPERATION)
@@ -109,27 +151,30 @@ class LightCompleter:
         #: fires ``before-call``: the store's request statistics (iostatistics) would
         #: otherwise miss every light completion.
         self.before_call: list[Callable[[str, dict[str, Any]], None]] = []
+        #: Buckets answered from another region: botocore's path takes them from then on.
+        self.redirected: set[str] = set()
 
     def url(self, bucket: str, key: str) -> str | None:
         """The request's URL as botocore addresses it, or None when that is not plain."""
         scheme, host = self._endpoint.scheme, self._endpoint.netloc
+        if self._endpoint.path.strip("/") or bucket.endswith("--x-s3") or bucket in self.redirected:
+            return None  # a prefix in the URL, S3 Express (session auth), another region
         if self._path_style:
             return f"{scheme}://{host}/{quote(bucket)}/{quote(key, safe='/~')}"
-        if not _DNS_SAFE.match(bucket):
+        if not _DNS_SAFE.match(bucket) or _is_ip(self._endpoint.hostname or ""):
             return None  # dots, capitals: botocore's rules (path style, TLS names) decide
         return f"{scheme}://{bucket}.{host}/{quote(key, safe='/~')}"
 
     def complete(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
         """The parsed answer to ``complete_multipart_upload(**kwargs)``, or None when this
         request must take botocore's path (a parameter this path does not send, an
-        address it does not make, no credentials: botocore raises NoCredentialsError)."""
+        address it does not make, no credentials: botocore raises NoCredentialsError, a
+        bucket in another region: botocore's redirector resends it there)."""
         if set(kwargs) - _KNOWN or self._credentials is None:
             return None
         url = self.url(kwargs["Bucket"], kwargs["Key"])
         if url is None:
             return None
-        for hook in self.before_call:
-            hook(OPERATION, kwargs)
         upload_id = kwargs["UploadId"]
         body = _body(kwargs["MultipartUpload"]["Parts"])
         headers = {"Content-Type": "application/xml"}
@@ -137,9 +182,20 @@ class LightCompleter:
             headers["If-None-Match"] = str(kwargs["IfNoneMatch"])
         if self._requester_pays:
             headers["x-amz-request-payer"] = "requester"
-        return self._send(f"{url}?uploadId={quote(upload_id, safe='')}", headers, body)
+        answer: dict[str, Any] | None = None
+        try:
+            answer = self._send(f"{url}?uploadId={quote(upload_id, safe='')}", headers, body)
+        finally:
+            if answer is not _REDIRECTED:  # handed back: botocore's before-call counts it
+                for hook in self.before_call:
+                    hook(OPERATION, kwargs)
+        if answer is _REDIRECTED:
+            self.redirected.add(kwargs["Bucket"])
+            return None
+        return answer
 
     def _send(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        """The parsed answer after botocore's retries, or ``_REDIRECTED``."""
         from botocore.exceptions import ClientError
         from botocore.retries.standard import RetryContext
 
@@ -154,6 +210,8 @@ class LightCompleter:
                 caught = exc
             if caught is None and parsed is not None and "Error" not in parsed:
                 return parsed
+            if parsed is not None and _wrong_region(parsed):
+                return _REDIRECTED
             if parsed is not None and response is not None:
                 # A 200 with an error inside is a 500 for the retry checks, as in botocore.
                 response.status_code = parsed["ResponseMetadata"]["HTTPStatusCode"]
