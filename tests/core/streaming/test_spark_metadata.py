@@ -7,6 +7,7 @@ Spark log is refused before anything is published. ``spark_view`` reads it as Sp
 
 from __future__ import annotations
 
+import json
 import string
 import uuid
 from pathlib import Path
@@ -136,6 +137,35 @@ def test_another_writers_spark_log_is_refused_before_anything_is_published(tmp_p
     assert visible_files(store, store.strip(url)) == {}
     sink.abort_batch(0, results)
     assert (meta / "0").read_text().startswith("v1\n{\"path\":\"file:///elsewhere/")
+
+
+def test_another_writers_later_batch_is_refused_before_anything_is_published(tmp_path: Path) -> None:
+    """Spark's file sink reached batch 150 here: Spark's readers read its newest batch and
+    would show its files, never our batch 0's. Refused before the commit, nothing published."""
+    url = f"file://{tmp_path}/out"
+    meta = tmp_path / "out" / SPARK_METADATA_DIR
+    meta.mkdir(parents=True)
+    (meta / "150").write_text('v1\n{"path":"file:///elsewhere/part-0.parquet","size":1,"isDir":false,'
+                              '"modificationTime":1,"blockReplication":1,"blockSize":1,"action":"add"}')
+    sink = StreamingSink(url)
+    results = run_batch(sink, "run-a", 0)
+    with pytest.raises(SparkMetadataError, match=r"_spark_metadata/150 exists, and batch 150 is not "
+                                                  r"in outcommit's batch log: another writer"):
+        sink.commit_batch(0, results)
+    store = open_store(url)
+    assert streaming.BatchLog(store, store.strip(url)).get(0) is None
+    assert visible_files(store, store.strip(url)) == {}
+    assert sorted(p.name for p in meta.iterdir()) == ["150"]
+
+
+def test_spark_uris_stay_file_uris_on_local_disks(tmp_path: Path) -> None:
+    """On a local disk the destination's own URL has no authority: ``file:///abs/path``."""
+    url = f"file://{tmp_path}/out"
+    sink = StreamingSink(url)
+    sink.commit_batch(0, run_batch(sink, "run-a", 0))
+    lines = (tmp_path / "out" / SPARK_METADATA_DIR / "0").read_text().split("\n")[1:]
+    paths = [json.loads(line)["path"] for line in lines]
+    assert paths and all(p.startswith(f"file://{tmp_path}/out/part-") for p in paths), paths
 
 
 def test_a_file_another_writer_created_meanwhile_fails_the_sync(tmp_path: Path) -> None:

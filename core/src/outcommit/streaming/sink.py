@@ -144,7 +144,8 @@ class StreamingSink:
         self.committer: Committer = create_committer(destination, cfg, committer, store=self.store)
         self.log = BatchLog(self.store, self.committer.dest, compact_interval)
         #: Spark's log of the committed batches, for Spark's own readers (None: not kept).
-        self.spark_metadata = SparkMetadata(self.store, self.committer.dest, compact_interval) \
+        self.spark_metadata = SparkMetadata(self.store, self.committer.dest, compact_interval,
+                                            destination) \
             if spark_metadata else None
         self.settler = Settler(self.log, self.committer, self.config, self.destination, self.job,
                                logged=self._mirror)
@@ -200,7 +201,7 @@ class StreamingSink:
             return self._replayed(existing, query_id, jobs, rolled_back)
         # Before anything is published: Spark's log must not have this batch from another writer.
         listing = None if self.spark_metadata is None else \
-            self.spark_metadata.check_free(batch_id, lambda: self.log.get(batch_id) is not None)
+            self.spark_metadata.check_free(batch_id, lambda b: self.log.get(b) is not None)
         if not jobs:  # no task wrote (no partitions): the batch is committed all the same
             entry = entry_for(batch_id, query_id, None, self.committer.name, [])
             self.log.commit(entry)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import quote
@@ -49,19 +50,34 @@ class SparkMetadataError(BatchLogError):
     """``_spark_metadata/`` holds a file this destination's batch log did not make."""
 
 
-def spark_uri(store: Store, path: str) -> str:
-    """The URI Spark resolves for a store path: the store's URL, percent-encoded as Hadoop's
-    ``Path.toUri`` encodes it (a partition value's ``%3A`` is a name, not an escape). On local
-    disks ``file:///abs/path``, as Spark 4's own file sink writes it for a ``file://`` path."""
-    return store.url(quote(path, safe=_URI_SAFE))
+def spark_uri(store: Store, path: str, destination: str | None = None, dest: str = "") -> str:
+    """The URI Spark resolves for a store path: percent-encoded as Hadoop's ``Path.toUri``
+    encodes it (a partition value's ``%3A`` is a name, not an escape). On local disks
+    ``file:///abs/path``, as Spark 4's own file sink writes it for a ``file://`` path.
+
+    With ``destination`` (the URL as the user gave it) and ``dest`` (its store path): the
+    destination's scheme and authority, then its path and ``path`` relative to ``dest``. A
+    store's own URL may drop part of the authority (Azure's ``@account.host``): Spark could
+    not resolve ``abfss://container/out/part-0``."""
+    scheme, _, rest = (destination or "").partition("://")
+    # Read literally, as the stores read a destination (a '#' or '?' is part of a name).
+    authority, _, dest_path = rest.partition("/")
+    if not authority or scheme in ("", "file", "memory"):
+        return store.url(quote(path, safe=_URI_SAFE))
+    relative = posixpath.relpath(path, dest) if dest else "."
+    full = posixpath.normpath(posixpath.join("/" + dest_path, relative))
+    return f"{scheme}://{authority}{quote(full, safe=_URI_SAFE)}"
 
 
 class SparkMetadata:
     """``<dest>/_spark_metadata`` of one destination, with the batch log's compaction interval."""
 
-    def __init__(self, store: Store, dest: str, compact_interval: int) -> None:
+    def __init__(self, store: Store, dest: str, compact_interval: int,
+                 destination: str | None = None) -> None:
         self.store = store
         self.dest = dest
+        #: The destination's URL as the user gave it: the authority of the files' URIs.
+        self.destination = destination
         self.dir = store.join(dest, SPARK_METADATA_DIR)
         self.compact_interval = compact_interval
 
@@ -101,7 +117,8 @@ class SparkMetadata:
         for entry in entries:
             when = int(entry.committed_at * 1000)  # the batch's commit made its files visible
             for file in entry.files:
-                uri = spark_uri(self.store, self.store.join(self.dest, file.path))
+                uri = spark_uri(self.store, self.store.join(self.dest, file.path),
+                                self.destination, self.dest)
                 lines.append(json.dumps({"path": uri, "size": file.size, "isDir": False,
                                          "modificationTime": when, "blockReplication": 1,
                                          "blockSize": BLOCK_SIZE, "action": "add"},
@@ -124,18 +141,21 @@ class SparkMetadata:
         return paths
 
     # -- writing --------------------------------------------------------------------------
-    def check_free(self, batch_id: int, logged: Callable[[], bool]) -> dict[int, str]:
-        """Before batch ``batch_id`` is committed: refuse if Spark's log has it and the batch
-        log does not (``logged()``: another run may have committed it meanwhile; its commit
-        then fails as it did before). Another writer — Spark's file sink, say — keeps Spark's
-        log here. The listing, for :meth:`sync` after the commit."""
+    def check_free(self, batch_id: int, logged: Callable[[int], bool]) -> dict[int, str]:
+        """Before batch ``batch_id`` is committed: refuse if Spark's log has it, or a later
+        batch, and the batch log does not (``logged(b)``: another run may have committed it
+        meanwhile; its commit then fails as it did before). Another writer — Spark's file
+        sink, say — keeps Spark's log here: Spark's readers read its newest batch, and would
+        show the other writer's files, not ours. The listing, for :meth:`sync` after the commit."""
         listing = self.listing()
-        if batch_id in listing and not logged():
-            raise SparkMetadataError(
-                f"{self.store.url(self.store.join(self.dir, listing[batch_id]))} exists, and batch "
-                f"{batch_id} is not in outcommit's batch log: another writer (Spark's file sink?) "
-                "keeps Spark's log in this destination; write this query to its own destination "
-                "(nothing was written)")
+        top = max(listing, default=-1)
+        for other in dict.fromkeys(b for b in (batch_id, top) if b >= batch_id and b in listing):
+            if not logged(other):
+                raise SparkMetadataError(
+                    f"{self.store.url(self.store.join(self.dir, listing[other]))} exists, and batch "
+                    f"{other} is not in outcommit's batch log: another writer (Spark's file sink?) "
+                    "keeps Spark's log in this destination; write this query to its own destination "
+                    "(nothing was written)")
         return listing
 
     def sync(self, entry: BatchEntry, entries: Callable[[], Sequence[BatchEntry]],
