@@ -137,3 +137,28 @@ def test_exclusive_create_refuses_an_existing_object(store, mp, root: str) -> No
 def test_default_minimum_part_size_is_s3s(memmp_root: str) -> None:
     uploads = open_store(memmp_root).multipart()
     assert isinstance(uploads, MemoryMultipartUploads) and uploads.min_part_size == 5 * 1024**2
+
+
+@pytest.mark.parametrize("then", ["delete", "replace"])
+def test_a_completed_files_bytes_go_with_it(store, mp, root: str, then: str) -> None:  # type: ignore[no-untyped-def]
+    """The record of a completed upload (for a retried completion's answer) does not keep
+    the file's bytes in memory once the file is deleted or replaced, nor stays itself."""
+    import gc
+    import weakref
+
+    from outcommit.stores import memmp
+
+    path = root + "/gone/f"
+    upload_id, etags = _upload(mp, path, b"x" * 16, b"tail")
+    mp.complete(path, upload_id, etags)
+    made = weakref.ref(store._mem.store[path])
+    if then == "delete":
+        store.delete(path)
+    else:
+        store.write_bytes(path, b"other")
+    gc.collect()
+    assert made() is None, "the deleted file's bytes are still held"
+    assert upload_id not in memmp._COMPLETED
+    assert not mp.holds(path, upload_id, etags)
+    with pytest.raises(UploadGoneError):
+        mp.complete(path, upload_id, etags)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -68,12 +69,26 @@ class _Completed:
     path: str
     etags: tuple[str, ...]
     etag: str
-    file: object  # the MemoryFile made: replaced or deleted, the object is no longer ours
+    #: The MemoryFile made, weakly: replaced or deleted, the object is no longer ours, and a
+    #: strong reference here would keep its bytes in memory for the life of the process.
+    file: weakref.ref[object]
 
 
 # Every memmp store of the process shares the uploads, as they share fsspec's memory files.
 _PENDING: dict[str, _Upload] = {}
 _COMPLETED: dict[str, _Completed] = {}
+
+
+def _forget_when_gone(upload_id: str) -> Callable[[weakref.ref[object]], None]:
+    """Drop the upload's record once its file is gone (deleted or replaced, then freed): the
+    record says nothing of an object that no longer exists, and would pile up forever."""
+    def forget(ref: weakref.ref[object]) -> None:
+        # Called by the garbage collector, maybe while this thread holds _LOCK: no lock
+        # (one dict operation); only the record of this very file.
+        done = _COMPLETED.get(upload_id)
+        if done is not None and done.file is ref:
+            _COMPLETED.pop(upload_id, None)
+    return forget
 
 
 def multipart_etag(etags: Sequence[str]) -> str:
@@ -124,7 +139,8 @@ class MemoryMultipartUploads(MultipartUploads):
                 raise FileExistsError(f"{self.store.url(path)} exists (If-None-Match)")
             MemoryStore.write_bytes(self.store, path, data)
             etag = multipart_etag(etags)
-            _COMPLETED[upload_id] = _Completed(path, etags, etag, mem.store[path])
+            made = weakref.ref(mem.store[path], _forget_when_gone(upload_id))
+            _COMPLETED[upload_id] = _Completed(path, etags, etag, made)
             del _PENDING[upload_id]
             return etag
 
@@ -147,17 +163,25 @@ class MemoryMultipartUploads(MultipartUploads):
 
     def _completed_before(self, path: str, upload_id: str, etags: tuple[str, ...]) -> str:
         """Not pending: success only when the object there is this upload, these parts (S3)."""
-        if self.holds(path, upload_id, etags):
-            return _COMPLETED[upload_id].etag
+        done = self._held(path, upload_id, etags)
+        if done is not None:
+            return done.etag
         raise UploadGoneError(f"upload {upload_id} to {self.store.url(path)} could not be completed "
                               "(NoSuchUpload): it was aborted, never initiated, or its object "
                               "was replaced")
 
     def holds(self, path: str, upload_id: str, etags: Sequence[str]) -> bool:
+        return self._held(path, upload_id, etags) is not None
+
+    def _held(self, path: str, upload_id: str, etags: Sequence[str]) -> _Completed | None:
+        """The upload's record when the object at ``path`` is still its file, these parts."""
         with _LOCK:
             done = _COMPLETED.get(upload_id)
-            return (done is not None and done.path == path and done.etags == tuple(etags)
-                    and self.store._mem.store.get(path) is done.file)
+            file = None if done is None else done.file()
+            # A freed file's weakref gives None, as does a path with no file: not ours.
+            ours = (done is not None and file is not None and done.path == path
+                    and done.etags == tuple(etags) and self.store._mem.store.get(path) is file)
+            return done if ours else None
 
     def _pending(self, path: str, upload_id: str) -> _Upload:
         upload = _PENDING.get(upload_id)
