@@ -67,7 +67,10 @@ CORE_KEYS: dict[str, str] = {
                                             "the engines' file names always carry it)",
     "outcommit.job-commit.processes": "delayed committers (magic, directory, partitioned, blocklist): "
                                       "complete the uploads at job commit in this many processes "
-                                      "(default 1: in the driver's; each prefix whole in one of them)",
+                                      "(default 1: in the driver's; each prefix whole in one of them). "
+                                      "The processes are spawned and import the driver's script "
+                                      "again: keep its work under `if __name__ == \"__main__\":` "
+                                      "(a script without it is refused)",
     "outcommit.job-commit.prefix-rate": "with outcommit.job-commit.processes above 1: completions per "
                                         "second per prefix at most (default 3500: S3's PUT rate)",
     "outcommit.success.enabled": "write the _SUCCESS report at job commit (default true)",

@@ -18,21 +18,31 @@ connections: each completion costs 1.5-2 ms of client CPU through botocore here
 
 A store that lives in this process only (a memory store, a fault-injecting wrapper) cannot
 be reached from another: the option is for real object stores.
+
+The processes are spawned: each imports the driver's ``__main__`` script again, so a script
+without an ``if __name__ == "__main__":`` guard would run again in each, its whole job too.
+Such a script is refused before any process starts (:func:`check_main_guarded`). A worker
+whose driver is gone (killed) stops before its next completion: nobody would read its answer.
 """
 
 from __future__ import annotations
 
+import ast
+import multiprocessing
+import os
+import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any, Protocol
 
 from outcommit.config import Config
-from outcommit.errors import CommitError, ConfigError, DestinationExistsError
+from outcommit.errors import CommitError, ConfigError, DestinationExistsError, JobCommitError
 from outcommit.progress import Progress
 from outcommit.store import Store
 
@@ -42,6 +52,7 @@ PROCESSES_KEY = "outcommit.job-commit.processes"
 PREFIX_RATE_KEY = "outcommit.job-commit.prefix-rate"
 #: S3's published rate per prefix for PUT, COPY, POST and DELETE requests.
 S3_PUTS_PER_PREFIX = 3500.0
+_GUARD = 'if __name__ == "__main__":'
 
 
 class FanningOut(Protocol):
@@ -96,6 +107,40 @@ class TokenBucket:
             self.sleep(wait)  # rate limiting: the store's published limit, not a synchronisation
 
 
+def unguarded_main() -> str | None:
+    """The driver's ``__main__`` script when spawned processes would run it again: a file
+    (not ``python -c``, a notebook or a package's ``__main__``, which spawn does not re-run)
+    with no top-level ``if`` on ``__name__``. None when it has one or cannot be read."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    path = getattr(main, "__file__", None)
+    if not path or (spec is not None and spec.name.endswith("__main__")):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
+                                            for n in ast.walk(node.test)):
+            return None
+    return str(path)
+
+
+def check_main_guarded(count: int) -> None:
+    """Refuse a driver script without the guard before any process starts: each spawned
+    process would import it again and run its job again (files written twice, uploads
+    left pending), then fail starting processes of its own."""
+    path = unguarded_main()
+    if path is not None:
+        raise JobCommitError(
+            f"{PROCESSES_KEY}={count}: the driver's script {path} has no `{_GUARD}` guard, and "
+            "each job-commit process imports it again (multiprocessing spawn) and would run its "
+            f"job again; put the script's work under the guard, or set {PROCESSES_KEY}=1 "
+            "(nothing was completed: job commit can be retried)")
+
+
 def prefix_of(commit: PendingCommit) -> str:
     return commit.path.rpartition("/")[0]
 
@@ -132,9 +177,15 @@ def complete_share(components: Any, destination: str, config: dict[str, str], na
     buckets: dict[str, TokenBucket] = {}
     for _, commit in commits:
         buckets.setdefault(prefix_of(commit), TokenBucket(rate))
+    driver = multiprocessing.parent_process()
 
     def complete(item: tuple[int, PendingCommit]) -> str:
         buckets[prefix_of(item[1])].take()
+        if driver is not None and not driver.is_alive():
+            # The driver was killed: no one reads this answer, and the pool's worker loop
+            # would wait for work forever. Stop before another file becomes visible; the
+            # job's abort or a retried commit decides the uploads left pending.
+            os._exit(1)
         return str(committer.ops.complete_one(item[1], if_none_match))
 
     answers = []
@@ -153,6 +204,7 @@ def complete_all(committer: FanningOut, commits: Collection[PendingCommit], coun
                  when_all_started: Callable[[], object] | None) -> None:
     """Complete ``commits`` in ``count`` processes; raise as ``CommitOperations.complete_all``."""
     ordered = list(commits)
+    check_main_guarded(count)
     components = committer.installed(f"{PROCESSES_KEY}={count}")
     config = dict(committer.config.to_dict())
     rate = prefix_rate(committer.config)
@@ -166,15 +218,27 @@ def complete_all(committer: FanningOut, commits: Collection[PendingCommit], coun
                    for share in work]
         if when_all_started is not None:
             when_all_started()
-        for future in as_completed(futures):
-            for answer in future.result():
-                answered[answer.index] = answer
-                if answer.error is None:
-                    commit = ordered[answer.index]
-                    unfinished.discard((commit.path, commit.upload_id))
-                if progress is not None:
-                    progress.advance()
+        try:
+            for future in as_completed(futures):
+                _record(future.result(), ordered, answered, unfinished, progress)
+        except BrokenProcessPool as exc:
+            raise JobCommitError(
+                f"a job-commit process ({PROCESSES_KEY}={count}) died before answering ({exc}): "
+                f"killed, out of memory, or the driver's script runs without `{_GUARD}`; "
+                "job commit can be retried; abort_job removes what was completed") from exc
     _raise_failures(committer, ordered, answered)
+
+
+def _record(answers: Sequence[Answer], ordered: Sequence[PendingCommit], answered: dict[int, Answer],
+            unfinished: set[tuple[str, str]], progress: Progress | None) -> None:
+    """One process's answers: completed uploads are no longer unfinished."""
+    for answer in answers:
+        answered[answer.index] = answer
+        if answer.error is None:
+            commit = ordered[answer.index]
+            unfinished.discard((commit.path, commit.upload_id))
+        if progress is not None:
+            progress.advance()
 
 
 def _raise_failures(committer: FanningOut, ordered: Sequence[PendingCommit],
