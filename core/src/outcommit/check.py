@@ -36,7 +36,7 @@ from .errors import (
     StoreUnreachableError,
 )
 from .extras import require
-from .factory import create_committer, normalise_url, open_store
+from .factory import create_committer, normalise_url, open_store, scheme_of
 from .plugins import get_registry
 from .store import Store, connect_once
 
@@ -241,7 +241,7 @@ def _probes(store: Store, base: str) -> list[Line]:
 def _committer(url: str, config: Mapping[str, Any], store: Store) -> Line:
     registry = get_registry()
     safe = sorted(n for n, s in registry.committers().items()
-                  if not store.capabilities.missing(s.requires))
+                  if s.safe_on(store, scheme_of(url)))
     try:
         committer = create_committer(url, config)
     except OutcommitError as exc:
@@ -296,7 +296,7 @@ def suites_to_run(url: str, config: Mapping[str, Any], only: Sequence[str] = ())
     store = open_store(url, config)
     try:
         safe = sorted(n for n, s in registry.committers().items()
-                      if not store.capabilities.missing(s.requires))
+                      if s.safe_on(store, scheme_of(url)))
     finally:
         store.close()
     unknown = sorted(set(only) - set(registry.committers()))

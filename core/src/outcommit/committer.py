@@ -74,6 +74,9 @@ class Committer(JobRecovery):
     name: ClassVar[str] = ""
     #: Store capabilities this committer needs to be safe.
     requires: ClassVar[tuple[str, ...]] = ()
+    #: The schemes of the only stores it is made for (core's ``memmp-magic``: ``memmp``);
+    #: empty: any store with the capabilities it requires.
+    made_for: ClassVar[tuple[str, ...]] = ()
     #: What the committer itself guarantees (task-commit.repeatable, ...).
     capabilities: ClassVar[Capabilities] = Capabilities()
     #: Conflict mode when none is configured.
@@ -413,6 +416,12 @@ class CommitterSpec:
     description: str = ""
     plugin: str = ""
     config_keys: Mapping[str, str] = field(default_factory=dict)
+    made_for: tuple[str, ...] = ()
+
+    def safe_on(self, store: Store, scheme: str) -> bool:
+        """Made for the store's scheme, which has every capability it requires."""
+        return (not self.made_for or scheme in self.made_for) \
+            and not store.capabilities.missing(self.requires)
 
     @classmethod
     def for_class(cls, committer: type[Committer], description: str = "",
@@ -420,7 +429,7 @@ class CommitterSpec:
         return cls(name=committer.name, factory=committer, requires=committer.requires,
                    capabilities=committer.capabilities,
                    description=description or (committer.__doc__ or "").strip().splitlines()[0],
-                   config_keys=dict(config_keys or {}))
+                   config_keys=dict(config_keys or {}), made_for=committer.made_for)
 
 
 __all__ = ["ABORT_NOTE", "JOB_MARKER", "TEMPORARY_DIR", "AbortPreview", "Committer", "CommitterSpec",

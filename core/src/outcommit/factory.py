@@ -233,11 +233,15 @@ def create_committer(destination: str, config: Mapping[str, Any] | Config | None
         spec = registry.committer_spec(name)
     except UnknownCommitterError as exc:  # say where the name came from: a key, an option
         raise UnknownCommitterError(f"{why}: {exc}") from None
+    if spec.made_for and scheme not in spec.made_for:
+        raise UnsafeCommitterError(
+            f"committer '{name}' is made for {', '.join(f'{s}://' for s in spec.made_for)} only, "
+            f"not {scheme}:// ({why})", committer=name, scheme=scheme, missing=[],
+            safe=sorted(n for n, s in registry.committers().items() if s.safe_on(the_store, scheme)))
     missing = the_store.capabilities.missing(spec.requires)
     if missing:
         unsafe_ok = allow_unsafe if allow_unsafe is not None else cfg.get_bool(ALLOW_UNSAFE_KEY, False)
-        safe = sorted(n for n, s in registry.committers().items()
-                      if not the_store.capabilities.missing(s.requires))
+        safe = sorted(n for n, s in registry.committers().items() if s.safe_on(the_store, scheme))
         needs = ", ".join(f"{m} ({_CAPABILITY_MEANING.get(m, m)})" for m in missing)
         if not unsafe_ok:
             raise UnsafeCommitterError(
@@ -265,7 +269,7 @@ def describe_capabilities(destination: str, config: Mapping[str, Any] | None = N
     check_config(cfg)
     store = spec.factory(url, cfg)
     safe = sorted(n for n, s in registry.committers().items()
-                  if not store.capabilities.missing(s.requires))
+                  if s.safe_on(store, scheme_of(url)))
     return {
         "url": url,
         "store": type(store).__name__,

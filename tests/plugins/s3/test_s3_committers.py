@@ -698,3 +698,16 @@ def test_a_store_without_exclusive_create_is_refused_by_the_delayed_committers(n
     store.capabilities = store.capabilities.without(caps.CREATE_EXCLUSIVE)
     with pytest.raises(UnsafeCommitterError, match=r"fs\.create\.exclusive \(exclusive create\)"):
         outcommit.create_committer(s3_root, s3_config, name, store=store)
+
+
+def test_core_memmp_magic_is_neither_offered_nor_accepted_on_s3(s3_root: str, s3_config: dict[str, Any]) -> None:
+    """S3's store has every capability memmp-magic requires, but memmp-magic's uploads live
+    in this process (made for memmp://): the refusals listed it as safe for s3:// before."""
+    from outcommit.errors import UnsafeCommitterError
+    from outcommit.factory import describe_capabilities
+
+    url = f"{s3_root}/made-for"
+    assert "memmp-magic" not in describe_capabilities(url, s3_config)["safe_committers"]
+    with pytest.raises(UnsafeCommitterError, match=r"made for memmp:// only, not s3://") as caught:
+        outcommit.create_committer(url, s3_config, "memmp-magic")
+    assert caught.value.safe == ["directory", "magic", "partitioned"]

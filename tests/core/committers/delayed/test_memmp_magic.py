@@ -98,3 +98,16 @@ def test_the_task_filesystem_names_the_bindings_scheme(dest: str, small_parts: d
     assert fs.unstrip_protocol(committer.work_path(task)).startswith("memmp:///")
     committer.abort_task(task)
     committer.abort_job(job)
+
+
+def test_memmp_magic_is_made_for_memmp_only(tmp_path: Any) -> None:
+    """Its uploads live in this process: on another store (which may well have multipart
+    uploads and exclusive create) it is refused, and never offered as a safe choice there."""
+    from outcommit.errors import UnsafeCommitterError
+    from outcommit.factory import describe_capabilities
+
+    with pytest.raises(UnsafeCommitterError, match=r"made for memmp:// only, not file://") as caught:
+        create_committer(f"file://{tmp_path}/out", committer="memmp-magic")
+    assert "memmp-magic" not in caught.value.safe and "v1" in caught.value.safe
+    assert "memmp-magic" not in describe_capabilities(f"file://{tmp_path}/out")["safe_committers"]
+    assert "memmp-magic" in describe_capabilities("memmp:///bucket/out")["safe_committers"]

@@ -24,4 +24,5 @@ class MemoryMagicCommitter(MagicCommitterBase):
     name = "memmp-magic"
     exclusive_completion = True
     uri_schemes: ClassVar[tuple[str, ...]] = ("memmp",)
+    made_for: ClassVar[tuple[str, ...]] = ("memmp",)  # its uploads live in this process
     abort_pending_key = ABORT_PENDING_KEY
