@@ -700,7 +700,8 @@ def test_a_store_without_exclusive_create_is_refused_by_the_delayed_committers(n
         outcommit.create_committer(s3_root, s3_config, name, store=store)
 
 
-def test_core_memmp_magic_is_neither_offered_nor_accepted_on_s3(s3_root: str, s3_config: dict[str, Any]) -> None:
+def test_core_memmp_magic_is_neither_offered_nor_accepted_on_s3(s3_root: str,
+                                                                s3_config: dict[str, str]) -> None:
     """S3's store has every capability memmp-magic requires, but memmp-magic's uploads live
     in this process (made for memmp://): the refusals listed it as safe for s3:// before."""
     from outcommit.errors import UnsafeCommitterError
