@@ -82,7 +82,8 @@ def test_an_error_inside_a_200_every_time_leaves_the_upload_pending(light, s3_se
         path = store.strip(s3_root) + "/pending.bin"
         mp, upload, etags = _upload(store, path)
         rule = proxy.add(Rule("error", respond(200, s3_error("InternalError")), **COMPLETE, times=-1))
-        with pytest.raises(UploadPendingError, match="InternalError"):
+        # botocore names the error inside a 200 InternalError; its floor (1.35) by the status.
+        with pytest.raises(UploadPendingError, match=r"InternalError|answered 200"):
             mp.complete(path, upload, etags)
         assert rule.fired == 4  # 2 store attempts x 2 botocore attempts
         assert store.info(path) is None
@@ -152,7 +153,8 @@ def test_a_gateway_page_every_time_leaves_the_upload_pending(s3_server, s3_confi
         path = store.strip(s3_root) + "/gateway.bin"
         mp, upload, etags = _upload(store, path)
         rule = proxy.add(Rule("gateway", respond(200, GATEWAY_PAGE, "text/html"), **COMPLETE, times=-1))
-        with pytest.raises(UploadPendingError, match="InternalError"):
+        # botocore names the error inside a 200 InternalError; its floor (1.35) by the status.
+        with pytest.raises(UploadPendingError, match=r"InternalError|answered 200"):
             mp.complete(path, upload, etags)
         assert rule.fired == 4  # 2 store attempts x 2 botocore attempts
         assert store.info(path) is None
