@@ -9,6 +9,7 @@ import math
 import posixpath
 import re
 import struct
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -159,3 +160,14 @@ def earlier_partition_dir(relative: str) -> str | None:
 def _float32(value: float) -> float:
     """``value`` rounded to a 32-bit float."""
     return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def characters_not_allowed(name: str, allowed: Callable[[str], object]) -> str | None:
+    """Why ``name`` breaks a store's character rule for bucket or container names (``allowed``:
+    a predicate of one character), as the stores' refusals say it, or None when it does not."""
+    bad = sorted({c for c in name if not allowed(c)})
+    if not bad:
+        return None
+    kinds = (["uppercase letters"] if any(c.isupper() for c in bad) else []) + \
+        [repr(c) for c in bad if not c.isupper()]
+    return f"{' and '.join(kinds)} {'is' if kinds == [repr(bad[0])] else 'are'} not allowed"

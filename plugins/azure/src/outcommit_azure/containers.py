@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from outcommit.errors import ConfigError
+from outcommit.paths import characters_not_allowed
 
 _NAME = re.compile(r"^[a-z0-9](-?[a-z0-9])*$")
 SPECIAL = ("$root", "$web", "$logs")
@@ -22,11 +23,9 @@ def container_name_problem(name: str) -> str | None:
     """What breaks Azure's naming rules in ``name``, or None."""
     if name in SPECIAL:
         return None
-    bad = sorted({c for c in name if not (c.isascii() and (c.isdigit() or c.islower() or c == "-"))})
+    bad = characters_not_allowed(name, lambda c: c.isascii() and (c.isdigit() or c.islower() or c == "-"))
     if bad:
-        kinds = (["uppercase letters"] if any(c.isupper() for c in bad) else []) + \
-            [repr(c) for c in bad if not c.isupper()]
-        return f"{' and '.join(kinds)} {'is' if kinds == [repr(bad[0])] else 'are'} not allowed"
+        return bad
     if not 3 <= len(name) <= 63:
         return f"it has {len(name)} characters"
     if not _NAME.match(name):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from outcommit.errors import ConfigError
+from outcommit.paths import characters_not_allowed
 
 _ALLOWED = re.compile(r"^[a-z0-9._-]+$")
 _IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
@@ -21,11 +22,9 @@ RULES = ("GCS bucket names are 3-63 characters (222 with dots) of a-z, 0-9, '-',
 
 def bucket_name_problem(name: str) -> str | None:
     """What breaks GCS's naming rules in ``name``, or None."""
-    bad = sorted({c for c in name if not _ALLOWED.match(c)})
+    bad = characters_not_allowed(name, _ALLOWED.match)
     if bad:
-        kinds = (["uppercase letters"] if any(c.isupper() for c in bad) else []) + \
-            [repr(c) for c in bad if not c.isupper()]
-        return f"{' and '.join(kinds)} {'is' if kinds == [repr(bad[0])] else 'are'} not allowed"
+        return bad
     longest = 222 if "." in name else 63
     if not 3 <= len(name) <= longest or any(len(part) > 63 for part in name.split(".")):
         return f"it has {len(name)} characters"

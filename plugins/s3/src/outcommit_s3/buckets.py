@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from outcommit import ConfigError
+from outcommit.paths import characters_not_allowed
 
 _ALLOWED = re.compile(r"^[a-z0-9.-]+$")
 _IP_ADDRESS = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
@@ -24,11 +25,9 @@ RULES = ("S3 bucket names are 3-63 characters of a-z, 0-9, '.' and '-', beginnin
 
 def bucket_name_problem(name: str) -> str | None:
     """What breaks S3's naming rules in ``name``, or None."""
-    bad = sorted({c for c in name if not _ALLOWED.match(c)})
+    bad = characters_not_allowed(name, _ALLOWED.match)
     if bad:
-        kinds = (["uppercase letters"] if any(c.isupper() for c in bad) else []) + \
-            [repr(c) for c in bad if not c.isupper()]
-        return f"{' and '.join(kinds)} {'is' if kinds == [repr(bad[0])] else 'are'} not allowed"
+        return bad
     if not 3 <= len(name) <= 63:
         return f"it has {len(name)} characters"
     if not (name[0].isalnum() and name[-1].isalnum()):
