@@ -111,15 +111,12 @@ def plan(size: Size, stores: Sequence[str] = STORES,
 
 
 def _bound_committers(stores: Sequence[str]) -> list[str]:
-    """Every registered committer but those made for a store the matrix has no binding
-    for (the default committer of such a store and of none of the matrix's: core's
-    ``memmp-magic`` for ``memmp://``, whose own tests and conformance suite cover it)."""
-    registry = get_registry()
+    """Every registered committer but those made only for stores the matrix has no binding
+    for (``CommitterSpec.made_for``: core's ``memmp-magic`` for ``memmp://``, whose own tests
+    and conformance suite cover it)."""
     ours = {SCHEMES[store] for store in stores}
-    elsewhere = {spec.default_committer for scheme, spec in registry.stores().items()
-                 if scheme not in ours}
-    here = {spec.default_committer for scheme, spec in registry.stores().items() if scheme in ours}
-    return sorted(name for name in registry.committers() if name not in elsewhere - here)
+    return sorted(name for name, spec in get_registry().committers().items()
+                  if not spec.made_for or ours & set(spec.made_for))
 
 
 def _applies(scenario: Scenario, store: str) -> bool:
