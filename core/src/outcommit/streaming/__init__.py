@@ -12,18 +12,9 @@ destination see exactly the committed batches too (``spark_metadata``).
 
 from __future__ import annotations
 
-from .log import (
-    DEFAULT_COMPACT_INTERVAL,
-    LOG_DIR,
-    BatchAlreadyCommitted,
-    BatchEntry,
-    BatchLog,
-    BatchLogError,
-    CommittedFile,
-    Decision,
-    JobRecord,
-)
+from .log import DEFAULT_COMPACT_INTERVAL, LOG_DIR, BatchAlreadyCommitted, BatchLog, BatchLogError
 from .reader import committed_batches, committed_files, dataset
+from .records import BatchEntry, CommittedFile, Decision, JobRecord
 from .sink import BatchIdentity, BatchOutcome, BatchRolledBack, BatchTaskResult, StreamingSink
 from .spark_metadata import SPARK_METADATA_DIR, SparkMetadataError
 

@@ -23,7 +23,8 @@ from ..config import Config
 from ..errors import CorruptFileError, NotCommittedError
 from ..factory import open_store
 from ..store import Store
-from .log import DEFAULT_COMPACT_INTERVAL, LOG_DIR, BatchEntry, BatchLog
+from .log import DEFAULT_COMPACT_INTERVAL, LOG_DIR, BatchLog
+from .records import BatchEntry
 
 
 def has_batch_log(store: Store, dest: str) -> bool:

@@ -18,17 +18,8 @@ from ..committer import Committer
 from ..context import JobContext
 from ..errors import CorruptFileError, OutcommitError
 from ..factory import create_committer
-from .log import (
-    ABORT,
-    COMMIT,
-    LOG_DIR,
-    BatchAlreadyCommitted,
-    BatchEntry,
-    BatchLog,
-    BatchLogError,
-    JobRecord,
-    entry_for,
-)
+from .log import LOG_DIR, BatchAlreadyCommitted, BatchLog, BatchLogError
+from .records import ABORT, COMMIT, BatchEntry, JobRecord, entry_for
 
 log = logging.getLogger("outcommit.streaming")
 

@@ -62,19 +62,8 @@ from ..engine.tasks import AttemptResult, job_messages
 from ..errors import CommitError
 from ..factory import create_committer, open_store
 from ..store import Store
-from .log import (
-    ABORT,
-    COMMIT,
-    DEFAULT_COMPACT_INTERVAL,
-    BatchAlreadyCommitted,
-    BatchEntry,
-    BatchLog,
-    BatchLogError,
-    CommittedFile,
-    Decision,
-    JobRecord,
-    entry_for,
-)
+from .log import DEFAULT_COMPACT_INTERVAL, BatchAlreadyCommitted, BatchLog, BatchLogError
+from .records import ABORT, COMMIT, BatchEntry, CommittedFile, Decision, JobRecord, entry_for
 from .settle import Settler
 from .spark_metadata import SparkMetadata
 

@@ -32,7 +32,8 @@ from urllib.parse import quote
 
 from .. import capabilities as caps
 from ..store import Store
-from .log import BatchEntry, BatchLogError
+from .log import BatchLogError
+from .records import BatchEntry
 
 log = logging.getLogger("outcommit.streaming")
 
