@@ -18,14 +18,8 @@ from typing import Any
 
 from ..errors import SparkVersionError
 from ..install import install_command
-from .options import (
-    DATA_SOURCE_OPTIONS,
-    FAIL_TASK_ONCE_OPTION,
-    SQL_SETTINGS,
-    WritePlan,
-    build_plan,
-    session_config,
-)
+from .options import DATA_SOURCE_OPTIONS, FAIL_TASK_ONCE_OPTION, WritePlan, build_plan
+from .session import SQL_SETTINGS, session_config
 
 SOURCE_NAME = "outcommit"
 MIN_PYSPARK = (4, 0)

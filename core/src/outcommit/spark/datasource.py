@@ -27,7 +27,8 @@ from ..factory import create_committer, shared_store
 from ..success import SuccessData
 from .logs import driver_logging as _driver_logging
 from .logs import reported_to_spark
-from .options import SessionSnapshot, WritePlan, build_plan
+from .options import WritePlan, build_plan
+from .session import SessionSnapshot
 
 log = logging.getLogger("outcommit.spark")
 

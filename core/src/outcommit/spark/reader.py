@@ -29,9 +29,10 @@ from ..errors import NotCommittedError, OptionError
 from ..factory import shared_store
 from ..read import committed_files_with_sizes
 from .logs import reported_to_spark
-from .options import READ_FORMATS, ReadPlan, SessionSnapshot
+from .options import READ_FORMATS, ReadPlan
 from .partitions import PartitionColumn, discover, session_zone
 from .pruning import keeps
+from .session import SessionSnapshot
 
 log = logging.getLogger("outcommit.spark")
 

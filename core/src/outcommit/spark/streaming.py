@@ -28,7 +28,8 @@ from ..factory import shared_store
 from ..streaming.sink import BatchIdentity, BatchTaskResult, StreamingSink
 from .logs import driver_logging as _driver_logging
 from .logs import reported_to_spark
-from .options import SessionSnapshot, StreamPlan
+from .options import StreamPlan
+from .session import SessionSnapshot
 
 log = logging.getLogger("outcommit.spark")
 
