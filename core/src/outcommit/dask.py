@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .context import JobContext
+from .engine.formats import FORMATS
 from .engine.tasks import AttemptResult, WriteSettings, job_messages, write_attempt
-from .engine.writer import FORMATS
 from .errors import CommitError, ConfigError, InjectedFailure
 from .factory import create_committer, shared_store
 from .success import SuccessData

@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Any
 
 from .committer import Committer
 from .context import JobContext
+from .engine.formats import FORMATS
 from .engine.tasks import AttemptResult, WriteSettings, job_messages, write_attempt
-from .engine.writer import FORMATS
 from .errors import CommitError, ConfigError, InjectedFailure
 from .factory import create_committer, shared_store
 from .install import install_command

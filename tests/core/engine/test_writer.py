@@ -169,7 +169,7 @@ def test_row_groups_hold_at_most_row_group_size_rows(tmp_path: Path, row_group_s
 
 def test_row_groups_keep_to_the_byte_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch larger than the row group byte budget is split, not written as one group."""
-    import outcommit.engine.writer as writer_module
+    import outcommit.engine.formats as writer_module
 
     monkeypatch.setattr(writer_module, "ROW_GROUP_BYTES", 1_000_000)
     written = writer(tmp_path).write_batches([_wide_rows(5000)])   # ~5 MB as Arrow

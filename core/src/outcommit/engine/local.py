@@ -26,14 +26,9 @@ from ..extras import require
 from ..factory import create_committer, shared_store
 from ..stores.memory import MemoryStore
 from ..success import SuccessData
-from .writer import (
-    FORMATS,
-    StreamingWriter,
-    WrittenFile,
-    check_basename_template,
-    check_compression,
-    check_partition_types,
-)
+from .formats import FORMATS, WrittenFile, check_compression
+from .partitioning import check_partition_types
+from .writer import StreamingWriter, check_basename_template
 
 log = logging.getLogger(__name__)
 

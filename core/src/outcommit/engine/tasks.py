@@ -22,7 +22,8 @@ from ..committer import Committer
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, InjectedFailure
 from ..parallel import run_all
-from .writer import StreamingWriter, WrittenFile
+from .formats import WrittenFile
+from .writer import StreamingWriter
 
 
 def commits_on_executor(committer: Committer) -> bool:

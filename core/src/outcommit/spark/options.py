@@ -14,8 +14,8 @@ from typing import Any
 
 from ..config import Config
 from ..context import JobContext
+from ..engine.formats import FORMATS, check_compression
 from ..engine.tasks import WriteSettings
-from ..engine.writer import FORMATS, check_compression
 from ..errors import ConfigError, OptionError
 from ..factory import resolve_config
 from .session import (
