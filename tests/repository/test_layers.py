@@ -73,7 +73,7 @@ CORE_LAYERS: dict[str, int] = {
     "outcommit.engine": ENGINES, "outcommit.spark": ENGINES, "outcommit.streaming": ENGINES,
     "outcommit.ray": ENGINES, "outcommit.dask": ENGINES, "outcommit.read": ENGINES,
     "outcommit.cli": ENGINES, "outcommit.docsgen": ENGINES, "outcommit.testing": ENGINES,
-    "outcommit.check": ENGINES,
+    "outcommit.check": ENGINES, "outcommit.checksuites": ENGINES,
 }
 
 

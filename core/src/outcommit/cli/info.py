@@ -94,7 +94,8 @@ def cmd_capabilities(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """``outcommit check URL [--full]``: one line per check; exit 1 when any failed."""
-    from ..check import check, run_suites, suites_to_run
+    from ..check import check
+    from ..checksuites import run_suites, suites_to_run
 
     config = conf_pairs(args.conf)
     lines = check(args.url, config)
