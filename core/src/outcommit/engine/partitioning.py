@@ -1,10 +1,10 @@
 """Hive partitioning of Arrow rows: which columns can name a directory, and the rows of
 each ``col=value/`` directory, without the partition columns.
 
-Its own module because every engine's writer and the checks made before a job starts
-(the local engine, the PySpark data source) ask it, and because its one rule is subtle:
-two values Spark would name alike must never share a directory (they would read back
-as one value).
+Its own module because both the writer (each batch's rows) and the local engine's check
+before a job starts (the partition columns' types) ask it, and because its one rule is
+subtle: two values Spark would name alike must never share a directory (they would read
+back as one value).
 """
 
 from __future__ import annotations
