@@ -1,7 +1,7 @@
 """What the batch log's files hold: a committed batch's entry, a job's record, a decision.
 
-Their own module because every reader of a destination (``outcommit.streaming.reader``,
-``spark_metadata``, the settling of a restarted query) parses them, while only
+Their own module because the sink, the settling of a restarted query, the readers of a
+destination and the ``_spark_metadata`` copy all use them, while only
 :class:`~outcommit.streaming.log.BatchLog` knows where they live and how they are created.
 Parsing refuses what the sink could not have written: a file path outside the
 destination, a job id that is not one path segment, a decision other than the two.
