@@ -60,6 +60,7 @@ CORE_LAYERS: dict[str, int] = {
     "outcommit.committer": PROTOCOL, "outcommit.jobstate": PROTOCOL, "outcommit.jobdir": PROTOCOL,
     "outcommit.conflictmodes": PROTOCOL, "outcommit.recovery": PROTOCOL,
     "outcommit.store": PROTOCOL, "outcommit.storetypes": PROTOCOL,
+    "outcommit.storetree": PROTOCOL, "outcommit.storejson": PROTOCOL, "outcommit.storerecovery": PROTOCOL,
     "outcommit.multipart": PROTOCOL,
     "outcommit.success": PROTOCOL, "outcommit.selection": PROTOCOL, "outcommit.commands": PROTOCOL,
     "outcommit.hookspecs": PROTOCOL, "outcommit.committers.journal": PROTOCOL,

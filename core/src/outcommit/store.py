@@ -17,7 +17,6 @@ would read it as another) is refused before any request (:meth:`Store.check_name
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import threading
@@ -32,13 +31,16 @@ import fsspec
 from . import capabilities as caps
 from .capabilities import Capabilities
 from .config import Config
-from .errors import CorruptFileError, RenameError, UnsupportedNameError
+from .errors import RenameError, UnsupportedNameError
 from .iostats import IOStatistics
 from .multipart import BlockLists, MultipartUploads
 from .parallel import run_all
 from .storeio import connect_once as connect_once
 from .storeio import fs_path as fs_path
 from .storeio import throttling
+from .storejson import decode_json, encode_json
+from .storerecovery import decide_rename_outcome
+from .storetree import file_in_the_way, find_tree
 from .storetypes import BatchDelete, FileInfo, ObjectMetadata, RenameOutcome
 
 log = logging.getLogger(__name__)
@@ -250,19 +252,8 @@ class Store:
             # A file where a directory must be (a destination naming a file, or a file
             # among its parents): say which, not the OS's "Not a directory: .../_temporary".
             raise NotADirectoryError(f"cannot create the directory {self.url(path)}: "
-                                     f"{self.url(self._file_in_the_way(path))} is a file, "
+                                     f"{self.url(file_in_the_way(self.info, path))} is a file, "
                                      "not a directory") from exc
-
-    def _file_in_the_way(self, path: str) -> str:
-        """The first of ``path`` and its parents that is a file (``path`` when none is)."""
-        parents = [path]
-        while (parent := posixpath.dirname(parents[-1])) not in ("", parents[-1]):
-            parents.append(parent)
-        for candidate in reversed(parents):
-            status = self.info(candidate)
-            if status is not None and not status.is_dir:
-                return candidate
-        return path
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self.check_name(path)
@@ -336,22 +327,7 @@ class Store:
         """Extension point of ``delete(recursive=True)``: (the files strictly below
         ``path``, its directories and itself if it is one). Default: one fsspec ``find``
         (one path, no pattern)."""
-        own = path.rstrip("/")
-        try:
-            found = self.fs.find(path, withdirs=True, detail=True)
-        except FileNotFoundError:
-            return [], []
-        if not isinstance(found, dict):  # adlfs answers the find of a file with a list
-            return [], []
-        files: list[str] = []
-        directories: list[str] = []
-        for name, entry in found.items():
-            name = str(entry.get("name") or name).rstrip("/")
-            # Only the tree itself: gcsfs < 2024.9 answers a find of '.../dataset1' with a
-            # prefix search that also returns '.../dataset10/...'.
-            if name == own or name.startswith(own + "/"):
-                (directories if entry.get("type") == "directory" else files).append(name)
-        return [f for f in files if f != own], directories
+        return find_tree(self.fs, path)
 
     def delete_directory(self, path: str) -> None:
         """Extension point of ``delete(recursive=True)``: a directory of a tree being
@@ -377,21 +353,11 @@ class Store:
 
     # -- JSON --------------------------------------------------------------------
     def save_json(self, path: str, data: Any) -> None:
-        self.write_atomic(path, json.dumps(data, indent=2, sort_keys=False).encode("utf-8"))
+        self.write_atomic(path, encode_json(data))
 
     def load_json(self, path: str, max_bytes: int = 256 * 1024 * 1024) -> Any:
         """Parse a JSON file; a corrupt one raises CorruptFileError naming the file."""
-        try:
-            data = self.read_bytes(path)
-        except FileNotFoundError:
-            raise
-        if len(data) > max_bytes:
-            raise CorruptFileError(self.url(path), None, f"larger than {max_bytes} bytes")
-        try:
-            return json.loads(data.decode("utf-8"))
-        # RecursionError: absurdly nested JSON (garbage or hostile) is corruption too.
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise CorruptFileError(self.url(path), None, f"not valid JSON: {exc}") from None
+        return decode_json(self.read_bytes(path), self.url(path), max_bytes)
 
     def multipart(self) -> MultipartUploads | None:
         """Multipart operations when the store has delayed multipart completion, else None."""
@@ -412,21 +378,7 @@ class Store:
         rename may be retried) or ``"unknown"`` (the caller must fail rather than guess).
         The default is conservative; stores with better evidence override it.
         """
-        src_now, dst_now = self.info(src), self.info(dst)
-        if dst_now is None or dst_now.is_dir:
-            return "not-done" if src_now is not None and dst_now is None else "unknown"
-        if src_now is not None:
-            # Both exist: a half-done copy+delete, or an unrelated destination. No way to tell.
-            return "unknown"
-        if (src_info.etag and dst_now.etag == src_info.etag
-                and self.has_capability(caps.ETAGS_PRESERVED_IN_RENAME)):
-            return "done"
-        if (self.has_capability(caps.RENAME_FILE_ATOMIC) and not src_info.etag
-                and dst_now.size == src_info.size):
-            # One atomic step removes the source as it creates the destination, and no etag
-            # could prove otherwise: the source is gone only because this rename happened.
-            return "done"
-        return "unknown"
+        return decide_rename_outcome(self, src, dst, src_info)
 
     def is_throttling(self, exc: BaseException) -> bool:
         """Is ``exc`` the store refusing a request under load (HTTP 503/429)?"""
