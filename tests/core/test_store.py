@@ -83,3 +83,61 @@ def test_an_override_under_an_old_private_name_is_refused_with_the_new_name() ->
         class Old(Store):
             def _make_filesystem(self) -> object:
                 return object()
+
+
+def test_an_override_of_an_optional_operations_accessor_is_refused_naming_implementation() -> None:
+    """The accessors answer from the declared capability alone: a store overriding one could
+    offer uploads it does not declare (or hide ones it does), so its class is refused,
+    naming the one extension point that supplies the implementation."""
+    from outcommit.multipart import MultipartUploads
+    from outcommit.store import Store
+
+    with pytest.raises(TypeError, match=r"\.multipart: Store answers it from the declared capability "
+                                        r"fs\.multipart\.delayed-completion; override Store\.implementation"):
+        class Own(Store):
+            def multipart(self) -> MultipartUploads | None:
+                return None
+
+
+def test_a_declared_capability_without_its_interface_fails_at_the_accessor() -> None:
+    """A store declaring ``fs.delete.batch`` with no ``delete_many``: the accessor says so,
+    naming the interface and the extension point, before any caller uses it."""
+    from outcommit import capabilities as caps
+
+    class Claims(MemoryStore):
+        capabilities = MemoryStore.capabilities.with_(caps.DELETE_BATCH)
+
+    with pytest.raises(TypeError, match=r"declares fs\.delete\.batch but offers Claims, not a BatchDelete"):
+        Claims("memory://claims/x").batch_delete()
+
+
+def test_an_operation_implemented_but_not_declared_is_not_offered() -> None:
+    """Offered means declared: a store with ``create_exclusive`` that does not declare
+    ``fs.create.exclusive`` (a server ignoring preconditions) offers no exclusive create."""
+    from outcommit import capabilities as caps
+    from outcommit.capabilities import Capabilities
+
+    class Undeclared(MemoryStore):
+        capabilities = Capabilities(MemoryStore.capabilities.names - {caps.CREATE_EXCLUSIVE})
+
+    store = Undeclared("memory://undeclared/x")
+    assert store.exclusive_create() is None
+    assert FaultInjectingStore(store).exclusive_create() is None  # a wrapper declares what it wraps
+    assert FaultInjectingStore(MemoryStore("memory://declared/x")).exclusive_create() is not None
+
+
+def test_a_delayed_committer_on_a_state_store_without_exclusive_create_says_which() -> None:
+    """The delayed committers' claims, pendingsets and commit record need exclusive create;
+    a store holding them that lacks it (a staging committer's shared store, which the
+    factory did not check) is refused with the capability named, not an AttributeError."""
+    from outcommit import capabilities as caps
+    from outcommit.capabilities import Capabilities
+    from outcommit.committers.delayed import claims
+    from outcommit.errors import CommitError
+
+    class Undeclared(MemoryStore):
+        capabilities = Capabilities(MemoryStore.capabilities.names - {caps.CREATE_EXCLUSIVE})
+
+    with pytest.raises(CommitError, match=r"needs fs\.create\.exclusive, which <Undeclared memory://u/x> "
+                                          r"does not declare; use a store that declares it"):
+        claims.exclusive(Undeclared("memory://u/x"))

@@ -91,6 +91,7 @@ RUN: dict[str, Run] = {
     "README.md: import outcommit": Run("file"),
     "README.md: import polars as pl": Run("file"),
     "docs/protocol.md: import outcommit": Run("file"),
+    "docs/plugins.md: import outcommit": Run("file"),
     "docs/local-engine.md: import duckdb": Run("s3", check="assert result.committer == 'magic'"),
     "docs/local-engine.md: import pyarrow as pa": Run("s3", check="assert result.rows == 4"),
     "docs/reading.md: import os": Run("s3", setup=WRITE_EVENTS, check="assert rows[0] == 3"),

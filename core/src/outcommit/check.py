@@ -162,10 +162,13 @@ def _access(store: Store, url: str, lines: list[Line]) -> bool:
 
 
 def _probe_exclusive(store: Store, base: str) -> tuple[bool, str]:
+    exclusive = store.exclusive_create()
+    if exclusive is None:
+        return False, "the store gives no exclusive create"
     path = store.join(base, "exclusive")
-    store.create_exclusive(path, b"first")
+    exclusive.create_exclusive(path, b"first")
     try:
-        store.create_exclusive(path, b"second")
+        exclusive.create_exclusive(path, b"second")
     except FileExistsError:
         return store.read_bytes(path) == b"first", "the refused create replaced the file"
     return False, "a second exclusive create of one name succeeded: the server does not enforce it"

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import fsspec
 
@@ -33,32 +33,30 @@ from .capabilities import Capabilities
 from .config import Config
 from .errors import RenameError, UnsupportedNameError
 from .iostats import IOStatistics
-from .multipart import BlockLists, MultipartUploads
 from .parallel import run_all
 from .storeio import connect_once as connect_once
 from .storeio import fs_path as fs_path
 from .storeio import throttling
 from .storejson import decode_json, encode_json
+from .storeoptional import RENAMED_EXTENSION_POINTS as RENAMED_EXTENSION_POINTS
+from .storeoptional import OptionalOperations, refuse_overrides
 from .storerecovery import decide_rename_outcome
 from .storetree import file_in_the_way, find_tree
-from .storetypes import BatchDelete, FileInfo, ObjectMetadata, RenameOutcome
+from .storetypes import BatchDelete, ExclusiveCreate, FileInfo, ObjectMetadata, RenameOutcome
 
 log = logging.getLogger(__name__)
 
 
-#: Extension points a store plugin overrode under private names until issue 28: old -> new.
-RENAMED_EXTENSION_POINTS = {"_make_filesystem": "make_filesystem", "_to_info": "to_info",
-                            "_tree": "tree", "_delete_directory": "delete_directory",
-                            "_delete_file": "delete_file"}
-
 _KEEPING_FILESYSTEM = threading.Lock()  # held for an assignment, never across a request
 
 
-class Store:
+class Store(OptionalOperations):
     """A destination filesystem plus its declared capabilities.
 
     Subclasses set ``capabilities`` and override operations where the store can do
-    better than generic fsspec calls (atomic rename, exclusive create, etags...).
+    better than generic fsspec calls (atomic rename, etags...). Optional operations
+    (exclusive create, multipart uploads...) are offered by declaring their capability and
+    reached through the accessors of :class:`~outcommit.storeoptional.OptionalOperations`.
     """
 
     #: Capabilities of every store of this class; an instance may refine them.
@@ -101,10 +99,7 @@ class Store:
     # -- extension points: what a store plugin overrides (docs/plugins.md) ------------
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for old, new in RENAMED_EXTENSION_POINTS.items():
-            if old in vars(cls):  # an override under the old name would never be called
-                raise TypeError(f"{cls.__module__}.{cls.__qualname__}.{old}: the extension point "
-                                f"is the public Store.{new} now; rename the override")
+        refuse_overrides(cls)
 
     def make_filesystem(self) -> fsspec.AbstractFileSystem:
         """Extension point: the fsspec filesystem of this store, made on first use (import
@@ -113,16 +108,6 @@ class Store:
 
     def has_capability(self, name: str) -> bool:
         return self.capabilities.has_capability(name)
-
-    # Optional interfaces, like multipart(): decided by the capability the store declares,
-    # never by probing attributes (a wrapper declares what its inner store does).
-    def batch_delete(self) -> BatchDelete | None:
-        """This store as a ``BatchDelete`` when it declares ``fs.delete.batch``."""
-        return cast(BatchDelete, self) if self.has_capability(caps.DELETE_BATCH) else None
-
-    def object_metadata(self) -> ObjectMetadata | None:
-        """This store as an ``ObjectMetadata`` when it declares ``fs.object.metadata``."""
-        return cast(ObjectMetadata, self) if self.has_capability(caps.OBJECT_METADATA) else None
 
     def delete_files(self, paths: Sequence[str], threads: int | None = None) -> None:
         """Delete files (not directories): in batches where the store can, else one request
@@ -274,10 +259,6 @@ class Store:
             # Object stores: a single PUT is atomic.
             self.write_bytes(path, data)
 
-    def create_exclusive(self, path: str, data: bytes) -> None:
-        """Create ``path`` with ``data`` only if nothing is there (FileExistsError otherwise)."""
-        raise NotImplementedError(f"store {self.scheme} has no exclusive create")
-
     def rename_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         """Rename one file. Returns only when it happened; raises otherwise.
 
@@ -359,14 +340,6 @@ class Store:
         """Parse a JSON file; a corrupt one raises CorruptFileError naming the file."""
         return decode_json(self.read_bytes(path), self.url(path), max_bytes)
 
-    def multipart(self) -> MultipartUploads | None:
-        """Multipart operations when the store has delayed multipart completion, else None."""
-        return None
-
-    def block_lists(self) -> BlockLists | None:
-        """Block-list operations when the store declares ``fs.blocklist.delayed-completion``."""
-        return None
-
     # -- rename recovery (manifest committer) ------------------------------------------
     def rename_outcome(self, src: str, dst: str, src_info: FileInfo) -> RenameOutcome:
         """Did a rename that raised (or timed out) take effect? Decided from evidence only.
@@ -415,6 +388,6 @@ class StoreSpec:
     plugin: str = ""
 
 
-__all__ = ["BatchDelete", "FileInfo", "ObjectMetadata", "RenameError", "RenameOutcome",
+__all__ = ["BatchDelete", "ExclusiveCreate", "FileInfo", "ObjectMetadata", "RenameError", "RenameOutcome",
            "Store", "StoreSpec"]
 

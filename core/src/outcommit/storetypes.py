@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,10 @@ RenameOutcome = Literal["done", "not-done", "unknown"]
 
 
 # -- optional interfaces: a store implements one and declares the capability naming it ----------
+# Reached only through the Store's accessors (outcommit.storeoptional), which check the object
+# a store offers against these at run time: a declared capability with no implementation
+# fails there, naming the interface, not later as an AttributeError deep in a commit.
+@runtime_checkable
 class BatchDelete(Protocol):
     """``fs.delete.batch``: delete many files in few requests (S3: 1,000 per DeleteObjects).
 
@@ -39,7 +43,19 @@ class BatchDelete(Protocol):
     def delete_many(self, paths: Sequence[str]) -> None: ...
 
 
+@runtime_checkable
 class ObjectMetadata(Protocol):
     """``fs.object.metadata``: write a file that carries user metadata (S3: ``x-amz-meta-*``)."""
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None: ...
+
+
+@runtime_checkable
+class ExclusiveCreate(Protocol):
+    """``fs.create.exclusive``: create a file only if nothing is at its path, in one step.
+
+    ``create_exclusive(path, data)`` raises FileExistsError when something is there (and
+    leaves it as it was): two writers racing for a name, exactly one wins.
+    """
+
+    def create_exclusive(self, path: str, data: bytes) -> None: ...

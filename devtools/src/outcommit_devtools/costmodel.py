@@ -57,9 +57,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
 from outcommit.multipart import MultipartUploads, PendingUpload
 from outcommit.store import FileInfo, Store
+from outcommit.storeoptional import required
 
 MB = 1_000_000
 
@@ -564,7 +566,8 @@ class MeteredStore(Store):
 
     def create_exclusive(self, path: str, data: bytes) -> None:
         self._charge("create_exclusive", path, upload=len(data))
-        self.inner.create_exclusive(path, data)
+        required(self.inner.exclusive_create(), self.inner, caps.CREATE_EXCLUSIVE,
+                 "MeteredStore").create_exclusive(path, data)
 
     def save_json(self, path: str, data: Any) -> None:
         import json
@@ -600,15 +603,14 @@ class MeteredStore(Store):
 
     def delete_many(self, paths: Sequence[str]) -> None:
         """Charged per batch: one request deletes up to 1,000 files (S3 DeleteObjects)."""
-        batch = self.inner.batch_delete()
-        assert batch is not None, "delete_many is called only when the store declares it"
+        batch = required(self.inner.batch_delete(), self.inner, caps.DELETE_BATCH, "MeteredStore")
         for start in range(0, len(paths), 1000):
             self._charge_keys("delete_many", paths[start:start + 1000])
         batch.delete_many(paths)
 
     def write_with_metadata(self, path: str, data: bytes, metadata: Mapping[str, str]) -> None:
-        with_metadata = self.inner.object_metadata()
-        assert with_metadata is not None, "called only when the store declares fs.object.metadata"
+        with_metadata = required(self.inner.object_metadata(), self.inner, caps.OBJECT_METADATA,
+                                 "MeteredStore")
         self._charge("write_with_metadata", path, upload=len(data))
         with_metadata.write_with_metadata(path, data, metadata)
 
@@ -626,9 +628,13 @@ class MeteredStore(Store):
             self._charge("rename_dir", src)
         self.inner.rename_dir(src, dst)
 
-    def multipart(self) -> MultipartUploads | None:
-        inner = self.inner.multipart()
-        return None if inner is None else _MeteredMultipart(self, inner)
+    def implementation(self, capability: str) -> object:
+        """The inner store's uploads, each call charged; every other interface is this
+        store's own metered methods (asked only for what the inner store declares)."""
+        if capability == caps.MULTIPART_DELAYED_COMPLETION:
+            return _MeteredMultipart(self, required(self.inner.multipart(), self.inner, capability,
+                                                    "MeteredStore"))
+        return self
 
 
 class _MeteredMultipart(MultipartUploads):

@@ -100,9 +100,10 @@ def test_exclusive_create_is_declared_only_where_the_server_enforces_it(
     assert counters(store)["object_put_request"] == before["object_put_request"] + 1
     assert counters(store).get("object_metadata_request", 0) == before.get("object_metadata_request", 0)
     assert store.read_bytes(path) == b"first"
-    with pytest.raises(NotImplementedError, match="ignores ifGenerationMatch"):
-        open_store(gcs_root, gcs_config).create_exclusive(f"{open_store(gcs_root).strip(gcs_root)}/x",
-                                                          b"x")
+    # Where the server ignores preconditions, exclusive create is neither declared nor there.
+    ignoring = open_store(gcs_root, gcs_config)
+    assert ignoring.exclusive_create() is None and not hasattr(ignoring, "create_exclusive")
+    assert store.exclusive_create() is store
 
 
 def test_a_move_that_ignores_the_precondition_is_probed_once_and_not_used(

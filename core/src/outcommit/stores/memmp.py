@@ -224,8 +224,9 @@ class MemoryMultipartStore(MemoryStore):
             url = url[len("memmp://"):]
         return super().strip(url)
 
-    def multipart(self) -> MultipartUploads | None:
-        return self._uploads
+    def implementation(self, capability: str) -> object:
+        """The multipart uploads are their own object; exclusive create is this store's."""
+        return self._uploads if capability == caps.MULTIPART_DELAYED_COMPLETION else self
 
     # Directories exist only as the prefixes of files, as on S3: the memory filesystem's
     # directories that outlive their files would show a deleted job's state as leftovers.

@@ -45,7 +45,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import capabilities as caps
 from ..errors import CommitError, CorruptFileError
 from ..paths import relative_to
 from ..store import Store
@@ -163,8 +162,9 @@ class BatchLog:
     def _create(self, path: str, data: Any) -> None:
         """Create ``path`` only if absent: FileExistsError otherwise."""
         payload = json.dumps(data, indent=1).encode("utf-8")
-        if self.store.has_capability(caps.CREATE_EXCLUSIVE):
-            self.store.create_exclusive(path, payload)
+        exclusive = self.store.exclusive_create()
+        if exclusive is not None:
+            exclusive.create_exclusive(path, payload)
             return
         # Stores that do not declare create-if-absent (e.g. a GCS server configured with
         # outcommit.gcs.preconditions=false, which ignores ifGenerationMatch): checked, then

@@ -30,7 +30,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import quote
 
-from .. import capabilities as caps
 from ..store import Store
 from .log import BatchLogError
 from .records import BatchEntry
@@ -198,8 +197,9 @@ class SparkMetadata:
         """Create the batch's file exclusively; one there already must name the same files."""
         path = self.path(batch_id)
         try:
-            if self.store.has_capability(caps.CREATE_EXCLUSIVE):
-                self.store.create_exclusive(path, data)
+            exclusive = self.store.exclusive_create()
+            if exclusive is not None:
+                exclusive.create_exclusive(path, data)
                 return
             if not self.store.exists(path):  # stores without create-if-absent: one query each
                 self.store.write_atomic(path, data)

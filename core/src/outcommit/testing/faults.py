@@ -18,10 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import capabilities as caps
 from ..capabilities import Capabilities
 from ..errors import InjectedFault
 from ..multipart import BlockLists, MultipartUploads, PendingUpload
 from ..store import Store
+from ..storeoptional import required
 
 # Store operations that can fail; multipart ones are named "multipart.<method>", block-list
 # ones (Azure) "blocklist.<method>".
@@ -187,13 +189,16 @@ class FaultInjectingStore(Store):
             raise fault.make_error(operation, args)
         return result
 
-    def multipart(self) -> MultipartUploads | None:
-        inner = self.inner.multipart()
-        return None if inner is None else _FaultInjectingMultipart(self, inner)
-
-    def block_lists(self) -> BlockLists | None:
-        inner = self.inner.block_lists()
-        return None if inner is None else _FaultInjectingBlockLists(self, inner, "blocklist")
+    def implementation(self, capability: str) -> object:
+        """The inner store's uploads and block lists, their calls faulted as this store's;
+        every other interface is this store's own delegating methods."""
+        if capability == caps.MULTIPART_DELAYED_COMPLETION:
+            uploads = required(self.inner.multipart(), self.inner, capability, "FaultInjectingStore")
+            return _FaultInjectingMultipart(self, uploads)
+        if capability == caps.BLOCKLIST_DELAYED_COMPLETION:
+            blocks = required(self.inner.block_lists(), self.inner, capability, "FaultInjectingStore")
+            return _FaultInjectingBlockLists(self, blocks, "blocklist")
+        return self
 
 
 def _delegate(operation: str) -> Callable[..., Any]:

@@ -133,10 +133,11 @@ def check_exact_names(store: Store, base: str, rel: list[str], skip: str = "") -
     _check_reads(store, base, target, others)
     _check_rename_and_deletes(store, base, rel, target, others)
     _check_trees(store, base, target, others)
-    if store.has_capability(caps.CREATE_EXCLUSIVE):
-        store.create_exclusive(target, b"claimed")
+    exclusive = store.exclusive_create()
+    if exclusive is not None:
+        exclusive.create_exclusive(target, b"claimed")
         with pytest.raises(FileExistsError):
-            store.create_exclusive(target, b"again")
+            exclusive.create_exclusive(target, b"again")
         _holds(store, base, {**others, target: b"claimed"}, "an exclusive create")
     store.delete(base, recursive=True)
     return True

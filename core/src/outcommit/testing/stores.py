@@ -45,6 +45,7 @@ from .. import capabilities as caps  # noqa: E402
 from ..errors import CorruptFileError  # noqa: E402
 from ..factory import open_store  # noqa: E402
 from ..store import FileInfo, Store  # noqa: E402
+from ..storeoptional import OPTIONAL_OPERATIONS  # noqa: E402
 from .names import KINDS, check_exact_names, kinds, relative_paths  # noqa: E402
 from .roots import own_directory  # noqa: E402
 
@@ -243,11 +244,24 @@ class StoreContract:
     # -- create exclusive -------------------------------------------------------------------------
     def test_create_exclusive_is_create_if_absent(self, store: Store, root: str) -> None:
         self.need(store, caps.CREATE_EXCLUSIVE)
+        exclusive = store.exclusive_create()
+        assert exclusive is not None
         path = store.join(root, "claim.json")
-        store.create_exclusive(path, b"first")
+        exclusive.create_exclusive(path, b"first")
         with pytest.raises(FileExistsError):
-            store.create_exclusive(path, b"second")
+            exclusive.create_exclusive(path, b"second")
         assert store.read_bytes(path) == b"first"
+
+    # -- optional operations: one way -------------------------------------------------------------
+    def test_each_optional_operation_is_offered_exactly_when_declared(self, store: Store) -> None:
+        """Each accessor answers the implementing object (of its interface) exactly when the
+        store declares the capability naming it, and None otherwise: a committer asking
+        ``multipart()`` learns what the factory checked, never something else."""
+        for op in OPTIONAL_OPERATIONS:
+            found, declared = getattr(store, op.accessor)(), store.has_capability(op.capability)
+            assert (found is not None) == declared, \
+                f"{op.accessor}() answered {found!r}; {op.capability} declared: {declared}"
+            assert found is None or isinstance(found, op.interface), f"{op.accessor}() answered {found!r}"
 
     # -- renames -----------------------------------------------------------------------------------
     def test_rename_file_moves_and_refuses_to_overwrite_unless_asked(self, store: Store, root: str) -> None:

@@ -266,9 +266,11 @@ class AzureStore(Store):
         """``manifest`` where rename is one metadata operation (HNS), else ``blocklist``."""
         return "manifest" if self.hierarchical_namespace else "blocklist"
 
-    def block_lists(self) -> AzureBlockLists | None:
-        if not self.has_capability(caps.BLOCKLIST_DELAYED_COMPLETION):
-            return None
+    def implementation(self, capability: str) -> object:
+        """The block lists are their own object (made per call: the block size is read from
+        the configuration then); every other interface is this store's."""
+        if capability != caps.BLOCKLIST_DELAYED_COMPLETION:
+            return self
         size = self.config.get_int(BLOCK_SIZE_KEY, DEFAULT_PART_SIZE, minimum=1)
         if size > MAX_BLOCK_SIZE:
             raise ConfigError(f"{BLOCK_SIZE_KEY}={size} exceeds Azure's block size limit {MAX_BLOCK_SIZE}")

@@ -1,5 +1,5 @@
 """outcommit store for ``gs://`` and ``gcs://`` (Google Cloud Storage through gcsfs)."""
 
-from .store import GCS_CAPABILITIES, GcsStore
+from .store import GCS_CAPABILITIES, ExclusiveGcsStore, GcsStore
 
-__all__ = ["GCS_CAPABILITIES", "GcsStore"]
+__all__ = ["GCS_CAPABILITIES", "ExclusiveGcsStore", "GcsStore"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from outcommit import Config, ConfigKeyRegistrar, StoreRegistrar, StoreSpec, hookimpl
 
-from .store import CONFIG_KEYS, GCS_CAPABILITIES, TOKEN_KEY, GcsStore
+from .store import CONFIG_KEYS, GCS_CAPABILITIES, TOKEN_KEY, GcsStore, gcs_store
 
 
 def _make(url: str, config: Config) -> GcsStore:
-    return GcsStore(url, config)
+    return gcs_store(url, config)
 
 
 @hookimpl

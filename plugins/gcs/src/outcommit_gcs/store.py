@@ -53,6 +53,7 @@ import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
+from outcommit.config import Config
 from outcommit.errors import ConfigError
 from outcommit.store import FileInfo, RenameOutcome, Store
 
@@ -111,8 +112,17 @@ class RenameSupport:
 
 
 
+def gcs_store(url: str, config: Config) -> GcsStore:
+    """The store of ``url``: with exclusive create where the server enforces upload
+    preconditions (``outcommit.gcs.preconditions``, true by default), else without: a
+    store that neither declares nor has ``create_exclusive``."""
+    exclusive = config.get_bool(PRECONDITIONS_KEY, True)
+    return (ExclusiveGcsStore if exclusive else GcsStore)(url, config)
+
+
 class GcsStore(Store):
-    """``gs://bucket/key`` and ``gcs://bucket/key``."""
+    """``gs://bucket/key`` and ``gcs://bucket/key``, on a server that may ignore upload
+    preconditions (gcp-storage-emulator): no exclusive create (:class:`ExclusiveGcsStore` has it)."""
 
     default_committer = "manifest"
 
@@ -128,9 +138,7 @@ class GcsStore(Store):
         self._support: RenameSupport | None = None
         self._probe_lock = threading.Lock()
 
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        return GCS_CAPABILITIES.with_(caps.CREATE_EXCLUSIVE) if self.preconditions else GCS_CAPABILITIES
+    capabilities = GCS_CAPABILITIES
 
     def make_filesystem(self) -> fsspec.AbstractFileSystem:
         # gcsfs's experimental HNS class probes each bucket and stalls 60 s on emulators; the
@@ -165,10 +173,6 @@ class GcsStore(Store):
 
     def service_endpoint(self) -> str:
         return self.config.get_str(ENDPOINT_KEY) or "https://storage.googleapis.com"
-
-    @property
-    def preconditions(self) -> bool:
-        return self.config.get_bool(PRECONDITIONS_KEY, True)
 
     def to_info(self, entry: Any) -> FileInfo:
         info = super().to_info(entry)
@@ -207,28 +211,6 @@ class GcsStore(Store):
                 self.fs.rm(plain)
             except FileNotFoundError:  # none of them was there: nothing to do
                 pass
-
-    def create_exclusive(self, path: str, data: bytes) -> None:
-        """One upload with ``ifGenerationMatch=0``: the server refuses an existing object (412)."""
-        if not self.preconditions:
-            raise NotImplementedError(f"{PRECONDITIONS_KEY}=false: this server ignores "
-                                      "ifGenerationMatch, so exclusive create is not offered")
-        bucket, key, _ = self.fs.split_path(path)
-        # One multipart upload, as gcsfs's simple upload (whose create mode is newer than
-        # gcsfs's declared floor); fake-gcs-server enforces the precondition on this form.
-        body = (b'--==0==\nContent-Type: application/json; charset=UTF-8\n\n'
-                + json.dumps({"name": key}).encode()
-                + b"\n--==0==\nContent-Type: application/octet-stream\n\n" + data + b"\n--==0==--")
-        try:
-            self._call("POST", upload_base(self.fs) + "b/{}/o", bucket,
-                       uploadType="multipart", ifGenerationMatch="0", data=body,
-                       headers={"Content-Type": 'multipart/related; boundary="==0=="'}, json_out=True)
-        except FileExistsError:
-            raise FileExistsError(f"already exists: {path}") from None
-        except Exception as exc:
-            if getattr(exc, "code", None) == 412:
-                raise FileExistsError(f"already exists: {path}") from None
-            raise
 
     # -- renames -------------------------------------------------------------------------
     def rename_support(self, near: str | None = None) -> RenameSupport:
@@ -353,3 +335,29 @@ class GcsStore(Store):
             # A different object is there: not this rename's copy. The source tells the rest.
             return "unknown"
         return super().rename_outcome(src, dst, src_info)
+
+
+class ExclusiveGcsStore(GcsStore):
+    """A GCS store whose server enforces ``ifGenerationMatch=0`` on uploads (GCS,
+    fake-gcs-server): it declares and has exclusive create."""
+
+    capabilities = GCS_CAPABILITIES.with_(caps.CREATE_EXCLUSIVE)
+
+    def create_exclusive(self, path: str, data: bytes) -> None:
+        """One upload with ``ifGenerationMatch=0``: the server refuses an existing object (412)."""
+        bucket, key, _ = self.fs.split_path(path)
+        # One multipart upload, as gcsfs's simple upload (whose create mode is newer than
+        # gcsfs's declared floor); fake-gcs-server enforces the precondition on this form.
+        body = (b'--==0==\nContent-Type: application/json; charset=UTF-8\n\n'
+                + json.dumps({"name": key}).encode()
+                + b"\n--==0==\nContent-Type: application/octet-stream\n\n" + data + b"\n--==0==--")
+        try:
+            self._call("POST", upload_base(self.fs) + "b/{}/o", bucket,
+                       uploadType="multipart", ifGenerationMatch="0", data=body,
+                       headers={"Content-Type": 'multipart/related; boundary="==0=="'}, json_out=True)
+        except FileExistsError:
+            raise FileExistsError(f"already exists: {path}") from None
+        except Exception as exc:
+            if getattr(exc, "code", None) == 412:
+                raise FileExistsError(f"already exists: {path}") from None
+            raise

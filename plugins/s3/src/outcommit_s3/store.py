@@ -109,8 +109,9 @@ class S3Store(Store):
         """The client's endpoint (the configured one, AWS_ENDPOINT_URL, or the region's)."""
         return str(self.client.meta.endpoint_url)
 
-    def multipart(self) -> S3MultipartUploads:
-        return self._multipart
+    def implementation(self, capability: str) -> object:
+        """The multipart uploads are their own object; every other interface is this store's."""
+        return self._multipart if capability == caps.MULTIPART_DELAYED_COMPLETION else self
 
     def close(self) -> None:
         with self._client_lock:

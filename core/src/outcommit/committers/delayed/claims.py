@@ -16,9 +16,11 @@ import json
 import logging
 import time
 
+from outcommit import capabilities as caps
 from outcommit.context import TaskAttemptContext
 from outcommit.errors import CommitError, CorruptFileError
-from outcommit.store import Store
+from outcommit.store import ExclusiveCreate, Store
+from outcommit.storeoptional import required
 
 from .files import PENDINGSET_SUFFIX
 from .layout import ALLOWED, CLAIM, JobLayout
@@ -35,6 +37,14 @@ def read_attempt(meta: Store, path: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def exclusive(meta: Store) -> ExclusiveCreate:
+    """The exclusive create of the store holding a job's state: every delayed committer
+    requires ``fs.create.exclusive`` (checked by the factory on its destination; a staging
+    committer's shared store is checked here), for claims, pendingsets and commit records."""
+    return required(meta.exclusive_create(), meta, caps.CREATE_EXCLUSIVE,
+                    "publishing pendingsets, claims and the job commit record")
+
+
 def claim(layout: JobLayout, task: TaskAttemptContext, attempt_id: str | None = None,
           logger: logging.Logger | logging.LoggerAdapter = log) -> list[str]:  # type: ignore[type-arg]
     """Claim the task for ``attempt_id`` (default: this attempt) unless an attempt has.
@@ -44,7 +54,8 @@ def claim(layout: JobLayout, task: TaskAttemptContext, attempt_id: str | None = 
     meta, path = layout.meta, layout.claim(task)
     owner = attempt_id or task.attempt_id
     try:
-        meta.create_exclusive(path, json.dumps({"taskAttemptId": owner, "time": time.time()}).encode())
+        record = json.dumps({"taskAttemptId": owner, "time": time.time()}).encode()
+        exclusive(meta).create_exclusive(path, record)
         return [path]
     except FileExistsError:
         holder = read_attempt(meta, path)

@@ -196,7 +196,7 @@ class DelayedCompletionCommitter(Committer):
             if name == "claim":
                 return claims.claim(self.layout(task.job), task, logger=log)
             try:
-                self.meta.create_exclusive(path, data)
+                claims.exclusive(self.meta).create_exclusive(path, data)
                 return [path]
             except FileExistsError:
                 data = self._already_published(path, pendingset)
@@ -243,8 +243,8 @@ class DelayedCompletionCommitter(Committer):
         data = self.meta.read_bytes(chosen)
         pendingset = pendingsets.parse_bytes(data, self.meta.url(chosen), self.expectations(task.job))
         try:  # under the same name in this job attempt's directory
-            self.meta.create_exclusive(self.meta.join(layout.task_dir(task), chosen.rpartition("/")[2]),
-                                       data)
+            claims.exclusive(self.meta).create_exclusive(
+                self.meta.join(layout.task_dir(task), chosen.rpartition("/")[2]), data)
         except FileExistsError:
             pass
         claims.claim(layout, task, pendingset.attempt_id)

@@ -44,7 +44,7 @@ from outcommit.progress import Progress
 from outcommit.store import FileInfo, Store
 from outcommit.success import SuccessData
 
-from . import cleanup, conflicts, fanout, pendingsets
+from . import claims, cleanup, conflicts, fanout, pendingsets
 from . import sweep as sweeping
 from .files import Expectations, PendingCommit
 from .layout import JobLayout
@@ -163,7 +163,7 @@ def record(run: JobCommit) -> bool:
     nonce = uuid.uuid4().hex
     data = {"jobId": run.job.job_id, "destination": c.destination, "started": time.time(), "call": nonce}
     try:
-        c.meta.create_exclusive(path, json.dumps(data).encode())
+        claims.exclusive(c.meta).create_exclusive(path, json.dumps(data).encode())
     except FileExistsError:  # an earlier call began this commit, unless it was this one
         there = c.meta.load_json(path)
         return isinstance(there, dict) and there.get("call") == nonce
