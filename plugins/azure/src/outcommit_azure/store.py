@@ -40,23 +40,40 @@ from __future__ import annotations
 
 import posixpath
 import threading
-import time
 from datetime import datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit
-from urllib.request import getproxies, proxy_bypass
 
 import fsspec
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.errors import ConfigError, StoreError, StoreUnreachableError
+from outcommit.errors import ConfigError, StoreError
 from outcommit.multipart import DEFAULT_PART_SIZE
-from outcommit.store import FileInfo, RenameOutcome, Store, connect_once
+from outcommit.store import FileInfo, RenameOutcome, Store
 
+from .account import (
+    ACCOUNT_KEY_KEY,
+    ACCOUNT_NAME_KEY,
+    BLOCK_SIZE_KEY,
+    CONFIG_KEYS,
+    CONNECTION_STRING_KEY,
+    HNS_KEY,
+    PROBE_KEY,
+    PROBE_TIMEOUT,
+    SAS_TOKEN_KEY,
+    SECRET_KEYS,
+    credential_source,
+    credentials,
+    make_service,
+    probe_endpoint,
+)
+from .blobs import adlfs_addresses as adlfs_addresses
+from .blobs import blob_info, is_folder
 from .blocklist import MAX_BLOCK_SIZE, AzureBlockLists
 from .containers import check_container_name
 from .errors import translate, translated
+from .renames import copy_outcome, copy_then_delete, rename_hns
 
 BLOB_CAPABILITIES = Capabilities.of(
     caps.RENAME_FILE_ATOMIC,  # one Copy Blob creates the destination; see the module docstring
@@ -67,34 +84,6 @@ BLOB_CAPABILITIES = Capabilities.of(
 )
 HNS_CAPABILITIES = BLOB_CAPABILITIES.with_(caps.RENAME_DIRECTORY_ATOMIC,
                                            caps.ETAGS_PRESERVED_IN_RENAME)
-
-CONNECTION_STRING_KEY = "outcommit.azure.connection-string"
-ACCOUNT_NAME_KEY = "outcommit.azure.account-name"
-ACCOUNT_KEY_KEY = "outcommit.azure.account-key"
-SAS_TOKEN_KEY = "outcommit.azure.sas-token"
-HNS_KEY = "outcommit.azure.hns"
-BLOCK_SIZE_KEY = "outcommit.azure.block-size"
-PROBE_KEY = "outcommit.azure.connection.probe"
-#: Seconds the one TCP connection made before the first request may take.
-PROBE_TIMEOUT = 10.0
-
-CONFIG_KEYS: dict[str, str] = {
-    CONNECTION_STRING_KEY: "Azure Storage connection string (secret: never logged)",
-    ACCOUNT_NAME_KEY: "storage account name (with account-key, sas-token or Azure AD credentials)",
-    ACCOUNT_KEY_KEY: "storage account key (secret)",
-    SAS_TOKEN_KEY: "shared access signature (secret)",
-    HNS_KEY: "auto (default: ask the account), true or false: hierarchical namespace",
-    BLOCK_SIZE_KEY: f"blocklist: bytes per staged block (default {DEFAULT_PART_SIZE}); a writer "
-                    "keeps one block per file in memory until it is staged",
-    PROBE_KEY: "true (default): before the first request, check the Blob endpoint accepts "
-               "connections (skipped where a proxy serves it), so a wrong endpoint fails in "
-               "seconds with a clear error instead of after the SDK's retries",
-}
-
-#: Credentials: never logged, shown or written (declared to core's redaction).
-SECRET_KEYS = frozenset({CONNECTION_STRING_KEY, ACCOUNT_KEY_KEY, SAS_TOKEN_KEY})
-
-_COPY_POLL_SECONDS = 0.05
 
 
 class AzureStore(Store):
@@ -113,22 +102,7 @@ class AzureStore(Store):
 
     # -- account and clients -----------------------------------------------------------
     def _credentials(self) -> dict[str, Any]:
-        cfg = self.config
-        options: dict[str, Any] = {}
-        connection = cfg.get_str(CONNECTION_STRING_KEY)
-        if connection:
-            options["connection_string"] = connection
-        netloc = urlsplit(self._url).netloc
-        # ``abfss://container@account.dfs.core.windows.net/``: the account follows the '@';
-        # in ``abfs://container/path`` the host part is the container.
-        account = cfg.get_str(ACCOUNT_NAME_KEY) or (netloc.split("@", 1)[1] if "@" in netloc else None)
-        if account and not connection:
-            options["account_name"] = account.split(".", 1)[0]
-        for key, option in ((ACCOUNT_KEY_KEY, "account_key"), (SAS_TOKEN_KEY, "sas_token")):
-            value = cfg.get_str(key)
-            if value:
-                options[option] = value
-        return options
+        return credentials(self.config, self._url)
 
     def make_filesystem(self) -> fsspec.AbstractFileSystem:
         from adlfs import AzureBlobFileSystem
@@ -143,50 +117,14 @@ class AzureStore(Store):
         """A synchronous BlobServiceClient for copy status and conditional requests."""
         with self._lock:
             if self._service is None:
-                from azure.storage.blob import BlobServiceClient
-
-                creds = self._credentials()
-                if "connection_string" in creds:
-                    self._service = BlobServiceClient.from_connection_string(creds["connection_string"])
-                elif "account_name" in creds:
-                    url = f"https://{creds['account_name']}.blob.core.windows.net"
-                    credential: Any = creds.get("account_key") or creds.get("sas_token")
-                    if credential is None:
-                        from azure.identity import DefaultAzureCredential
-
-                        credential = DefaultAzureCredential()
-                    elif "account_key" in creds:
-                        credential = {"account_name": creds["account_name"],
-                                      "account_key": creds["account_key"]}
-                    self._service = BlobServiceClient(url, credential=credential)
-                else:
-                    raise ConfigError(f"no Azure credentials for {self._url}: set "
-                                      f"{CONNECTION_STRING_KEY}, or {ACCOUNT_NAME_KEY} with "
-                                      f"{ACCOUNT_KEY_KEY}, {SAS_TOKEN_KEY} or Azure AD login")
+                self._service = make_service(self._credentials(), self._url)
             if not self._probed:
                 if self.config.get_bool(PROBE_KEY, True):
                     self._probe(str(self._service.url))
                 self._probed = True
             return self._service
 
-    @staticmethod
-    def _probe(url: str) -> None:
-        """One TCP connection to the Blob endpoint: a wrong or closed one fails now, in
-        seconds, not after the SDK's retries (a closed port: nearly 3 minutes, then its
-        traceback). The message names the endpoint, never a key. Skipped where a proxy
-        serves the endpoint (the SDK honours HTTPS_PROXY; a direct connection may be
-        refused there while the SDK's requests go through)."""
-        parts = urlsplit(url)
-        if parts.scheme in getproxies() and not proxy_bypass(parts.hostname or ""):
-            return
-        try:
-            connect_once(url, PROBE_TIMEOUT)
-        except OSError as exc:
-            raise StoreUnreachableError(
-                f"cannot reach the Azure Blob endpoint {parts.scheme}://{parts.netloc}{parts.path} "
-                f"({type(exc).__name__}: {exc}, within {PROBE_TIMEOUT:g} s): check "
-                f"{CONNECTION_STRING_KEY} (its BlobEndpoint) or {ACCOUNT_NAME_KEY}, and that the "
-                f"service is up and reachable from here ({PROBE_KEY}=false skips this check)") from exc
+    _probe = staticmethod(probe_endpoint)
 
     # -- errors a user must act on (module :mod:`.errors`) ---------------------------------
     @property
@@ -204,33 +142,8 @@ class AzureStore(Store):
         return self.endpoint
 
     def credential_source(self) -> tuple[str, str]:
-        """Where the service client's credentials come from, and how to fix them: the
-        configuration key (and the kind of secret in a connection string), never a secret."""
-        cfg = self.config
-        connection = cfg.get_str(CONNECTION_STRING_KEY)
-        if connection:
-            names = {part.partition("=")[0].strip().lower() for part in connection.split(";")}
-            if "sharedaccesssignature" in names:
-                return (f"the SharedAccessSignature in {CONNECTION_STRING_KEY}",
-                        f"Check the SAS token in {CONNECTION_STRING_KEY}: its signature, its "
-                        "start and expiry times, and the account it was made for")
-            if "accountkey" in names:
-                return (f"the AccountKey in {CONNECTION_STRING_KEY}",
-                        f"Check AccountName and AccountKey in {CONNECTION_STRING_KEY} (a key "
-                        "regenerated since, or copied incompletely)")
-            return (f"{CONNECTION_STRING_KEY} (no AccountKey or SharedAccessSignature in it)",
-                    f"Add the account's key or a SAS token to {CONNECTION_STRING_KEY}")
-        if cfg.get_str(ACCOUNT_KEY_KEY):
-            return (f"the account key in {ACCOUNT_KEY_KEY}",
-                    f"Check {ACCOUNT_NAME_KEY} and {ACCOUNT_KEY_KEY} (a key regenerated since, "
-                    "or copied incompletely)")
-        if cfg.get_str(SAS_TOKEN_KEY):
-            return (f"the SAS token in {SAS_TOKEN_KEY}",
-                    f"Check {SAS_TOKEN_KEY}: its signature, its start and expiry times, and "
-                    "the account it was made for")
-        return ("DefaultAzureCredential (Azure AD: environment, managed identity, Azure CLI "
-                "login)", f"Check the identity DefaultAzureCredential finds (az login, "
-                f"AZURE_CLIENT_ID...), or set {ACCOUNT_KEY_KEY} or {SAS_TOKEN_KEY}")
+        """Where the service client's credentials come from, and how to fix them (never a secret)."""
+        return credential_source(self.config)
 
     def translate_error(self, exc: BaseException, operation: str, path: str | None) -> StoreError | None:
         """A refusal of the credentials as a one-line store error; None for anything else."""
@@ -322,8 +235,8 @@ class AzureStore(Store):
             blob = client.get_blob_client(name).get_blob_properties()
         except ResourceNotFoundError:
             blob = None
-        if blob is not None and not _is_folder(blob):
-            return _blob_info(container, blob)
+        if blob is not None and not is_folder(blob):
+            return blob_info(container, blob)
         try:  # a directory: a blob below it (or the folder blob of an HNS account)
             below = next(iter(client.list_blobs(name_starts_with=name.rstrip("/") + "/",
                                                 results_per_page=1)), None)
@@ -357,10 +270,10 @@ class AzureStore(Store):
             for item in self.service.get_container_client(container).walk_blobs(
                     name_starts_with=prefix, delimiter="/", include=["metadata"]):
                 child = f"{container}/{item.name.rstrip('/')}"
-                if isinstance(item, BlobPrefix) or _is_folder(item):
+                if isinstance(item, BlobPrefix) or is_folder(item):
                     found[child] = FileInfo(path=child, is_dir=True)
                 elif item.name != prefix:  # not the directory's own marker blob
-                    found.setdefault(child, _blob_info(container, item))
+                    found.setdefault(child, blob_info(container, item))
         except ResourceNotFoundError:
             return []
         return sorted(found.values(), key=lambda i: i.path)
@@ -375,10 +288,10 @@ class AzureStore(Store):
         try:
             blobs = [b for b in self.service.get_container_client(container).list_blobs(
                 name_starts_with=prefix, include=["metadata"])
-                if not _is_folder(b) and not b.name.endswith("/")]
+                if not is_folder(b) and not b.name.endswith("/")]
         except ResourceNotFoundError:
             return []
-        return sorted((_blob_info(container, b) for b in blobs), key=lambda i: i.path)
+        return sorted((blob_info(container, b) for b in blobs), key=lambda i: i.path)
 
     @translated
     def read_bytes(self, path: str) -> bytes:
@@ -411,7 +324,7 @@ class AzureStore(Store):
                 name_starts_with=prefix, include=["metadata"]))
         except ResourceNotFoundError:
             return [], []
-        folders = {b.name for b in blobs if _is_folder(b) or b.name.endswith("/")}
+        folders = {b.name for b in blobs if is_folder(b) or b.name.endswith("/")}
         return ([f"{container}/{b.name}" for b in blobs if b.name not in folders],
                 [f"{container}/{name}" for name in sorted(folders)])
 
@@ -456,46 +369,10 @@ class AzureStore(Store):
         if self.hierarchical_namespace:
             self._rename_hns(src, dst, overwrite)
             return
-        from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-
-        source, target = self._blob(src), self._blob(dst)
-        # If-None-Match: * on the destination: the service refuses to overwrite (409), atomically.
-        conditions: dict[str, Any] = {} if overwrite else {"headers": {"If-None-Match": "*"}}
-        try:
-            copy = target.start_copy_from_url(source.url, **conditions)
-        except ResourceNotFoundError:
-            raise FileNotFoundError(f"rename source missing: {src}") from None
-        except (ResourceExistsError, ResourceModifiedError):
-            raise FileExistsError(f"rename destination exists: {dst}") from None
-        status = copy.get("copy_status")
-        while status == "pending":  # large or cross-account copies complete asynchronously
-            time.sleep(_COPY_POLL_SECONDS)
-            status = target.get_blob_properties().copy.status
-        if status != "success":
-            raise OSError(f"copy {src} -> {dst} ended with status {status}")
-        source.delete_blob()
+        copy_then_delete(self._blob(src), self._blob(dst), src, dst, overwrite)
 
     def _rename_hns(self, src: str, dst: str, overwrite: bool) -> None:
-        try:
-            from azure.storage.filedatalake import DataLakeServiceClient
-        except ImportError:
-            raise ConfigError("this account has a hierarchical namespace: install "
-                              "outcommit-azure[hns] for its atomic rename") from None
-        from azure.core import MatchConditions
-        from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-
-        blob_url = self.service.url.rstrip("/")
-        dfs = DataLakeServiceClient(blob_url.replace(".blob.", ".dfs."), credential=self.service.credential)
-        container, _, path = src.partition("/")
-        # Optimistic, as ABFS renames: no request before the rename; If-None-Match: * on the
-        # destination makes the service refuse an existing one atomically (409/412).
-        conditions: dict[str, Any] = {} if overwrite else {"match_condition": MatchConditions.IfMissing}
-        try:
-            dfs.get_file_system_client(container).get_file_client(path).rename_file(dst, **conditions)
-        except ResourceNotFoundError:
-            raise FileNotFoundError(f"rename source missing: {src}") from None
-        except (ResourceExistsError, ResourceModifiedError):
-            raise FileExistsError(f"rename destination exists: {dst}") from None
+        rename_hns(self.service, src, dst, overwrite)
 
     @translated
     def rename_dir(self, src: str, dst: str) -> None:
@@ -513,45 +390,10 @@ class AzureStore(Store):
     def rename_outcome(self, src: str, dst: str, src_info: FileInfo) -> RenameOutcome:
         if self.hierarchical_namespace:
             return super().rename_outcome(src, dst, src_info)  # Hadoop's: recovery by etag
-        from azure.core.exceptions import ResourceNotFoundError
-
-        try:
-            props = self._blob(dst).get_blob_properties()
-        except ResourceNotFoundError:
-            return "not-done" if self.info(src) is not None else "unknown"
-        copied_from = unquote(urlsplit(props.copy.source or "").path)
-        container, _, blob = src.partition("/")
-        if (props.copy.status == "success" and copied_from.endswith(f"/{container}/{blob}")
-                and props.size == src_info.size):
-            return "done"  # recorded by Azure on the destination: this rename's copy
-        try:
-            source = self._blob(src).get_blob_properties()
-        except ResourceNotFoundError:
-            return "unknown"
-        md5_dst, md5_src = props.content_settings.content_md5, source.content_settings.content_md5
-        if md5_dst and md5_src and bytes(md5_dst) == bytes(md5_src) and props.size == source.size:
-            return "done"
-        return "unknown"
+        return copy_outcome(self._blob, self.info, src, dst, src_info)
 
 
-def _is_folder(blob: Any) -> bool:
-    """A folder blob (hierarchical namespace accounts, and tools that mark directories)."""
-    metadata = {k.lower(): v for k, v in (blob.metadata or {}).items()}
-    return metadata.get("hdi_isfolder") == "true" or metadata.get("is_directory") == "true"
-
-
-def _blob_info(container: str, blob: Any) -> FileInfo:
-    etag = str(blob.etag or "").strip('"') or None
-    return FileInfo(path=f"{container}/{blob.name}", size=int(blob.size or 0), etag=etag,
-                    extra={"last_modified": blob.last_modified, "metadata": blob.metadata})
-
-
-def adlfs_addresses(path: str) -> bool:
-    """Does adlfs name exactly this blob for ``path``? adlfs reads a path as the URL
-    ``abfs://<path>`` (fsspec's ``infer_storage_options``, ``urllib.parse.urlsplit``): it
-    puts back a non-empty ``#fragment`` after the path and then a non-empty ``?query``,
-    and cuts a key at ``?versionid=``. (A test compares this with adlfs itself.)"""
-    parts = urlsplit("abfs://" + path.lstrip("/"))
-    rebuilt = (parts.netloc + parts.path + (f"#{parts.fragment}" if parts.fragment else "")
-               + (f"?{parts.query}" if parts.query else ""))
-    return rebuilt == path.strip("/") and "?versionid=" not in path
+# Re-exported: plugins, tests and the emulator import these from here.
+__all__ = ["ACCOUNT_KEY_KEY", "ACCOUNT_NAME_KEY", "BLOB_CAPABILITIES", "BLOCK_SIZE_KEY", "CONFIG_KEYS",
+           "CONNECTION_STRING_KEY", "HNS_CAPABILITIES", "HNS_KEY", "PROBE_KEY", "PROBE_TIMEOUT",
+           "SAS_TOKEN_KEY", "SECRET_KEYS", "AzureStore", "adlfs_addresses"]
