@@ -28,8 +28,6 @@ OVER_THE_LIMIT: dict[str, int] = {
     "core/src/outcommit/committers/delayed/filesystem.py": 410,
     "core/src/outcommit/committers/delayed/jobcommit.py": 404,
     "core/src/outcommit/committers/fileoutput.py": 448,
-    "core/src/outcommit/store.py": 468,
-    "plugins/azure/src/outcommit_azure/store.py": 555,
 }
 
 
