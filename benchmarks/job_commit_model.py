@@ -1,7 +1,8 @@
 """Job commit beyond one process: measured here at 1 and 2 processes, modelled for a 16-core driver.
 
     python benchmarks/job_commit_model.py [--files 2000] [--processes 1,2] [--latency-ms 30]
-        [--cores 16] [--model-files 100000,1000000] [--prefixes 1,10,100]
+        [--cores 16] [--model-files 100000,1000000] [--prefixes 1,10,100] [--light]
+        [--threads 64] [--keep-alive]
 
 Measured (issue 30, "job commit beyond one process"):
 
@@ -9,7 +10,12 @@ Measured (issue 30, "job commit beyond one process"):
    files with ``outcommit.job-commit.processes=P`` (its completions in P worker processes;
    1: in the driver), against one moto server in another process, on this machine's
    cores. The job commit's client CPU is the driver's CPU time and its finished children's
-   (the workers', counted when the pool ends), per file.
+   (the workers', counted when the pool ends), per file. ``--threads``: the committer's
+   threads (``outcommit.committer.threads``, one measurement per value). moto's server
+   (werkzeug) answers every request with ``Connection: close``, so each request pays a
+   TCP connect and close that S3, which keeps connections alive, does not;
+   ``--keep-alive`` sends them through the project's fault proxy (its own process, no
+   latency, no faults), which keeps the client's connections alive as S3 does.
 2. The job commit's round trips in sequence beyond its completions: the cost model's
    virtual clock (``outcommit_devtools.costmodel``) on a small real commit, at one unit
    per request and more connections than files (what
@@ -32,6 +38,7 @@ spread evenly over ``prefixes`` (partitions), each with its own token bucket.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import sys
 import time
@@ -55,14 +62,15 @@ def cpu_now() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def commit_in_process(endpoint: str, files: int, processes: int, results: Any, light: bool = False) -> None:
+def commit_in_process(endpoint: str, files: int, processes: int, results: Any, light: bool = False,
+                      threads: int = CONNECTIONS) -> None:
     """Publish a magic job of ``files`` small files (8 tasks), commit it in ``processes``."""
     import outcommit
     from outcommit_s3.embedded import EmbeddedS3
 
     server = EmbeddedS3(endpoint_url=endpoint, server=None, max_attempts=3)
     url = f"s3://{BUCKET}/model-{time.monotonic_ns()}-{multiprocessing.current_process().pid}"
-    config = {**server.config, "outcommit.committer.threads": str(CONNECTIONS),
+    config = {**server.config, "outcommit.committer.threads": str(threads),
               "outcommit.job-commit.processes": str(processes),
               "outcommit.s3.light-requests": str(light).lower()}
     committer = outcommit.create_committer(url, config, "magic")
@@ -81,11 +89,13 @@ def commit_in_process(endpoint: str, files: int, processes: int, results: Any, l
     results.put((cpu_now() - started, sum(int(m["files"]) for m in messages)))
 
 
-def measure(endpoint: str, files: int, processes: int, light: bool = False) -> tuple[float, int]:
+def measure(endpoint: str, files: int, processes: int, light: bool = False,
+            threads: int = CONNECTIONS) -> tuple[float, int]:
     """(the job commit's client CPU per file, driver and workers; files committed)."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    driver = context.Process(target=commit_in_process, args=(endpoint, files, processes, results, light))
+    driver = context.Process(target=commit_in_process,
+                             args=(endpoint, files, processes, results, light, threads))
     driver.start()
     cpu, committed = results.get(timeout=1800)
     driver.join()
@@ -114,6 +124,21 @@ def fixed_round_trips(endpoint: str) -> int:
     return round(meter.modelled_seconds) - 1  # less the one round of completions
 
 
+def serve(stack: contextlib.ExitStack, keep_alive: bool) -> tuple[str, str]:
+    """The S3 endpoint the measurements use, and how it is served (moto in its own process;
+    with ``keep_alive``, behind the fault proxy, which keeps the client's connections)."""
+    if keep_alive:
+        from spark_write import moto_behind_proxy
+
+        _, proxy, _ = stack.enter_context(moto_behind_proxy(0))
+        return proxy, "moto in another process, behind the fault proxy: connections kept alive"
+    from outcommit.testing.faults import stop_process
+
+    server, moto = start_moto_process()
+    stack.callback(stop_process, moto)
+    return server.endpoint_url, "moto in another process: a connection per request"
+
+
 def model(files: int, cpu_per_file: float, latency: float, cores: int, processes: int, prefixes: int,
           fixed: int) -> dict[str, float]:
     cpu = files * cpu_per_file / min(processes, cores)
@@ -133,21 +158,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefixes", default="1,10,100", help="prefixes the files spread over")
     parser.add_argument("--light", action="store_true",
                         help="outcommit.s3.light-requests=true (CompleteMultipartUpload's light path)")
+    parser.add_argument("--threads", default=str(CONNECTIONS),
+                        help="outcommit.committer.threads measured, comma-separated (the model: the first)")
+    parser.add_argument("--keep-alive", action="store_true",
+                        help="through the fault proxy, which keeps connections as S3 does (moto closes each)")
     args = parser.parse_args(argv)
-    from outcommit.testing.faults import stop_process
-
-    server, moto = start_moto_process()
-    try:
-        fixed = fixed_round_trips(server.endpoint_url)
+    with contextlib.ExitStack() as stack:
+        endpoint, where = serve(stack, args.keep_alive)
+        fixed = fixed_round_trips(endpoint)
         measured: dict[int, float] = {}
-        for processes in (int(p) for p in args.processes.split(",")):
-            measured[processes], committed = measure(server.endpoint_url, args.files, processes, args.light)
-            print(f"measured: {committed:,} files committed with outcommit.job-commit.processes="
-                  f"{processes}, outcommit.s3.light-requests={str(args.light).lower()}, "
-                  f"{measured[processes] * 1000:.2f} ms of client CPU per file (driver and its worker "
-                  "processes; moto in another process)")
-    finally:
-        stop_process(moto)
+        for threads in (int(t) for t in args.threads.split(",")):
+            for processes in (int(p) for p in args.processes.split(",")):
+                cpu, committed = measure(endpoint, args.files, processes, args.light, threads)
+                measured.setdefault(processes, cpu)  # the model's: the first threads given
+                print(f"measured: {committed:,} files committed with outcommit.job-commit.processes="
+                      f"{processes}, outcommit.s3.light-requests={str(args.light).lower()}, "
+                      f"outcommit.committer.threads={threads}, {cpu * 1000:.2f} ms of client CPU per "
+                      f"file (driver and its worker processes; {where})", flush=True)
     cpu_per_file = measured.get(1) or min(measured.values())
     latency = args.latency_ms / 1000
     print(f"\nparameters: client CPU per file {cpu_per_file * 1000:.2f} ms (one process), "

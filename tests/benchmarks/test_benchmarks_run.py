@@ -198,6 +198,18 @@ def test_job_commit_model_benchmark_measures_and_models() -> None:
 
 
 @pytest.mark.s3
+def test_job_commit_model_measures_each_thread_count_with_connections_kept_alive() -> None:
+    out = run("job_commit_model.py", "--files", "16", "--processes", "1", "--threads", "8,64",
+              "--keep-alive", "--model-files", "1000000", "--prefixes", "1")
+    for threads in (8, 64):
+        assert (f"measured: 16 files committed with outcommit.job-commit.processes=1, "
+                f"outcommit.s3.light-requests=false, outcommit.committer.threads={threads}, ") in out, out
+    assert "behind the fault proxy: connections kept alive" in out
+    # Through the proxy, the same round trips beside the completions as against moto itself.
+    assert "4 round trips in sequence beside the completions (measured)" in out
+
+
+@pytest.mark.s3
 def test_client_cpu_benchmark_runs_every_path() -> None:
     out = run("client_cpu.py", "--requests", "10", "--repeat", "1", "--profile", "3", "--commit-files", "16")
     names = ("store", "store-light", "boto3", "trimmed", "resigned", "crt-sign", "crt-http", "floor")
