@@ -24,17 +24,23 @@ class Flaky:
         return f"answer after {self.calls}"
 
 
+asked: list[BaseException] = []
+
+
 def retryable(error: BaseException) -> bool:
+    asked.append(error)  # callers count in it (the manifest committer's store.throttled)
     return isinstance(error, RetryLater)
 
 
 def test_an_action_failing_twice_runs_three_times_logging_each_retry(caplog) -> None:
     action, retried = Flaky(2), []
+    asked.clear()
     with caplog.at_level(logging.INFO, logger="outcommit.retry"):
         answer = RetryPolicy(attempts=4, backoff=0).call(action, retry_if=retryable, what="the request",
                                                          on_retry=retried.append)
     assert (answer, action.calls) == ("answer after 3", 3)
     assert [str(e) for e in retried] == ["failure 1", "failure 2"]
+    assert [str(e) for e in asked] == ["failure 1", "failure 2"]  # once per failure
     assert [r.getMessage() for r in caplog.records] == [
         "the request failed (attempt 1 of 4: failure 1); retrying",
         "the request failed (attempt 2 of 4: failure 2); retrying"]
@@ -42,9 +48,10 @@ def test_an_action_failing_twice_runs_three_times_logging_each_retry(caplog) -> 
 
 def test_the_last_error_is_raised_once_the_attempts_are_spent() -> None:
     action, retried = Flaky(10), []
+    asked.clear()
     with pytest.raises(RetryLater, match="failure 3"):
         RetryPolicy(attempts=3, backoff=0).call(action, retry_if=retryable, on_retry=retried.append)
-    assert (action.calls, len(retried)) == (3, 2)
+    assert (action.calls, len(retried), len(asked)) == (3, 2, 3)
 
 
 @pytest.mark.parametrize("attempts", [1, 5])

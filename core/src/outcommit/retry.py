@@ -92,13 +92,21 @@ class RetryPolicy:
     def _retried(self, action: Callable[[], T], first: BaseException,
                  retry_if: Callable[[BaseException], bool], what: str,
                  on_retry: Callable[[BaseException], None] | None) -> T:
-        """Attempts 2.. through tenacity, its attempt 1 being ``first``, already failed."""
-        failed: list[BaseException] = [first]
+        """Attempts 2.. through tenacity, its attempt 1 being ``first``, already failed
+        and accepted by ``retry_if`` (which is asked once per failure: callers count
+        throttling in it)."""
+        replayed: list[BaseException] = [first]
 
         def attempt() -> T:
-            if failed:
-                raise failed.pop()  # attempt 1's outcome, without running the action again
+            if replayed:
+                raise replayed[0]  # attempt 1's outcome, without running the action again
             return action()
+
+        def retry(error: BaseException) -> bool:
+            if replayed and error is replayed[0]:
+                replayed.clear()
+                return True  # retry_if said so already
+            return retry_if(error)
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None
@@ -112,5 +120,5 @@ class RetryPolicy:
                 if self.backoff > 0 else tenacity.wait_none())
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.attempts), wait=wait,
-            retry=tenacity.retry_if_exception(retry_if), before_sleep=before_sleep, reraise=True)
+            retry=tenacity.retry_if_exception(retry), before_sleep=before_sleep, reraise=True)
         return retrying(attempt)
