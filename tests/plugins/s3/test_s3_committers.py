@@ -712,3 +712,18 @@ def test_core_memmp_magic_is_neither_offered_nor_accepted_on_s3(s3_root: str,
     with pytest.raises(UnsafeCommitterError, match=r"made for memmp:// only, not s3://") as caught:
         outcommit.create_committer(url, s3_config, "memmp-magic")
     assert caught.value.safe == ["directory", "magic", "partitioned"]
+
+
+@pytest.mark.parametrize("name", ["magic", "directory", "partitioned"])
+def test_s3_committers_are_refused_on_memmp(name: str) -> None:
+    """memmp:// has every capability they require, but they bind S3: their pendingsets
+    name s3a:// URIs and their uploads are S3's. Asked for there, they are refused in one
+    line naming the schemes they are made for, and memmp:// never lists them as safe."""
+    from outcommit.errors import UnsafeCommitterError
+    from outcommit.factory import describe_capabilities
+
+    with pytest.raises(UnsafeCommitterError, match=rf"committer '{name}' is made for s3://, s3a:// "
+                                                   r"only, not memmp://") as caught:
+        outcommit.create_committer("memmp:///bucket/made-for", committer=name)
+    assert caught.value.safe == ["memmp-magic"]
+    assert describe_capabilities("memmp:///bucket/made-for")["safe_committers"] == ["memmp-magic"]

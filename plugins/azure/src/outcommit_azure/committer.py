@@ -30,6 +30,8 @@ from outcommit.committers.delayed.magic import MagicCommitterBase
 from outcommit.multipart import MultipartUploads
 from outcommit.store import Store
 
+from .schemes import SCHEMES
+
 IN_MEMORY_KEY = "outcommit.blocklist.track-commits-in-memory"
 UPLOAD_THREADS_KEY = "outcommit.blocklist.upload-threads"
 INLINE_LIMIT_KEY = "outcommit.blocklist.message.inline-commits"
@@ -57,6 +59,7 @@ class BlockListCommitter(MagicCommitterBase):
     inline_limit_key = INLINE_LIMIT_KEY
     exclusive_completion = True
     uri_schemes = ("abfs", "abfss", "az", "wasb", "wasbs")
+    made_for: ClassVar[tuple[str, ...]] = SCHEMES  # its block lists are Azure's
 
     def open_uploads(self, store: Store) -> MultipartUploads | None:
         return store.block_lists()

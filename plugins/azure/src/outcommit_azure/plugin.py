@@ -12,6 +12,7 @@ from outcommit import (
     hookimpl,
 )
 
+from .schemes import SCHEMES
 from .store import BLOB_CAPABILITIES, CONFIG_KEYS, SECRET_KEYS, AzureStore
 
 
@@ -24,7 +25,7 @@ def register_stores(register: StoreRegistrar) -> None:
     # The declared set is the Blob account's (the weaker one); an instance measures its
     # account and adds atomic directory rename and etag-preserving rename under HNS, where
     # its default committer becomes manifest.
-    register.add(StoreSpec(("abfs", "abfss", "az"), _make, "blocklist", BLOB_CAPABILITIES,
+    register.add(StoreSpec(SCHEMES, _make, "blocklist", BLOB_CAPABILITIES,
                            "Azure Storage via adlfs: Blob accounts (block lists committed at job "
                            "commit; blocklist by default) and hierarchical-namespace accounts "
                            "(atomic rename; manifest by default)"))

@@ -28,7 +28,7 @@ def _make_store(url: str, config: Config):  # type: ignore[no-untyped-def]
 
 @hookimpl
 def register_stores(register: StoreRegistrar) -> None:
-    register.add(StoreSpec(("s3", "s3a"), _make_store, "magic", S3_CAPABILITIES,
+    register.add(StoreSpec(settings.SCHEMES, _make_store, "magic", S3_CAPABILITIES,
                            "Amazon S3 and compatibles (s3fs + botocore): multipart uploads, no rename"))
 
 
@@ -64,6 +64,6 @@ def register_committer_selectors(register: SelectorRegistrar) -> None:
     # Hadoop's committer choice for s3a://; 'file' is the FileOutputCommitter (refused on S3
     # unless allowed: no atomic rename).
     register.add(CommitterSelector(
-        key=settings.S3A_COMMITTER_NAME, schemes=("s3", "s3a"), label="fs.s3a.committer.name",
+        key=settings.S3A_COMMITTER_NAME, schemes=settings.SCHEMES, label="fs.s3a.committer.name",
         choices={"file": None, "directory": "directory", "partitioned": "partitioned",
                  "magic": "magic"}))

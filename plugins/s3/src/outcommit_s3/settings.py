@@ -19,6 +19,11 @@ from outcommit.multipart import DEFAULT_PART_SIZE, JOB_COMMIT_SIDE_REQUESTS
 
 log = logging.getLogger(__name__)
 
+#: The schemes the plugin registers its store for, and so the only ones its committers are
+#: made for (``Committer.made_for``): a store of another plugin may declare S3's
+#: capabilities, but its uploads are not S3's and pendingsets would name s3a:// URIs there.
+SCHEMES = ("s3", "s3a")
+
 ENDPOINT = "outcommit.s3.endpoint"
 ACCESS_KEY = "outcommit.s3.access-key"
 SECRET_KEY = "outcommit.s3.secret-key"

@@ -7,7 +7,7 @@ from typing import ClassVar
 from outcommit import capabilities as caps
 from outcommit.committers.delayed.committer import DelayedCompletionCommitter
 
-from ..settings import ABORT_PENDING, ABORT_PENDING_SCOPE, INLINE_LIMIT
+from ..settings import ABORT_PENDING, ABORT_PENDING_SCOPE, INLINE_LIMIT, SCHEMES
 
 
 class MultipartCommitter(DelayedCompletionCommitter):
@@ -18,3 +18,4 @@ class MultipartCommitter(DelayedCompletionCommitter):
     sweep_scope_key = ABORT_PENDING_SCOPE
     inline_limit_key = INLINE_LIMIT
     uri_schemes = ("s3a", "s3", "s3n")
+    made_for: ClassVar[tuple[str, ...]] = SCHEMES  # the uploads are S3's, the pendingsets name s3a://
