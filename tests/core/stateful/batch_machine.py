@@ -701,7 +701,7 @@ def settle_background_uploads(attempt: Attempt) -> None:
 def machine_for(committer: str, binding: Binding) -> type[BatchProtocol]:
     """The machine of one committer on one binding. Its name is its example database key
     (hypothesis keys a machine by its source, or by its name where it has none): stable."""
-    name = f"Batch_{committer}_on_{binding.name}"
+    name = f"Batch_{committer.replace('-', '_')}_on_{binding.name}"
     return type(name, (BatchProtocol,), {"committer_name": committer, "binding": binding,
                                          "tried": Tried(), "__module__": __name__})
 

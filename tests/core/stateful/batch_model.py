@@ -83,6 +83,10 @@ TRAITS = {
     "magic": Traits("magic", isolated=True, repeatable_task=True, recoverable=True, invisible=True,
                     fail_at_setup=True, fail_at_commit=True, replace_at="commit",
                     scope="destination", delayed=True),
+    # core's magic on memmp://: the same family, S3's multipart semantics in this process
+    "memmp-magic": Traits("memmp-magic", isolated=True, repeatable_task=True, recoverable=True,
+                          invisible=True, fail_at_setup=True, fail_at_commit=True,
+                          replace_at="commit", scope="destination", delayed=True),
     "blocklist": Traits("blocklist", isolated=True, repeatable_task=True, recoverable=True,
                         invisible=True, fail_at_setup=True, fail_at_commit=True,
                         replace_at="commit", scope="destination", delayed=True),

@@ -141,8 +141,8 @@ class StoreOracles:
                                  f"expected {expected}")
 
     def state_root(self, job: Job) -> str:
-        prefix = {"magic": "__magic_job-", "blocklist": "__magic_job-", "directory": "__staging_job-",
-                  "partitioned": "__staging_job-"}.get(self.committer_name)
+        prefix = {"magic": "__magic_job-", "memmp-magic": "__magic_job-", "blocklist": "__magic_job-",
+                  "directory": "__staging_job-", "partitioned": "__staging_job-"}.get(self.committer_name)
         if prefix is None:
             return self.path(posixpath.join(job.dest, TEMPORARY_DIR, job.job_id))
         return self.path(posixpath.join(job.dest, prefix + job.job_id))

@@ -1,9 +1,11 @@
 """The batch protocol's model-based tests (issue 27): one machine per committer and store.
 
 CI runs ``v1``, ``v2`` and ``manifest`` on ``file`` and ``memory``, and the delayed
-committers (``magic``, ``directory``, ``partitioned``) on the moto S3 server, each with its
+committers (``magic``, ``directory``, ``partitioned``) on the moto S3 server and core's
+``memmp-magic`` on ``memmp://`` (S3's multipart semantics in this process), each with its
 store's budget below (examples; steps per example: ``STEPS``): the whole set in about two
-and a half minutes on the shared 2-core machine. ``make generative`` runs every
+and a half minutes on the shared 2-core machine (``memmp-magic``'s 50 examples: under
+20 s). ``make generative`` runs every
 budget ``LONG_FACTOR`` (20) times over with a new seed, and the emulators' stores too:
 Azurite (``blocklist``, ``manifest``, ``v2``) and the GCS emulator (``manifest``, ``v2``).
 Failures a long run finds are saved in ``tests/hypothesis-examples/`` and replayed by
@@ -25,7 +27,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from generative import budget, long_run
 
 #: Examples per machine in CI (x20 in the long run), by store, and steps per example.
-CI_EXAMPLES = {"memory": 100, "file": 40, "s3": 5, "azure": 5, "gcs": 5}
+CI_EXAMPLES = {"memory": 100, "file": 40, "memmp": 50, "s3": 5, "azure": 5, "gcs": 5}
 STEPS = 40
 #: The emulators' stores run in the long run only.
 LONG_ONLY = "the emulators' stores run in the long run only (make generative)"
@@ -53,6 +55,15 @@ def test_batch_protocol(committer: str, store: str, tmp_path: Path, tried_report
     prefix = f"file://{tmp_path}" if store == "file" else f"memory:///stateful-{uuid.uuid4().hex[:8]}"
     binding = Binding(store, fresh(prefix), {"outcommit.retry.backoff-ms": "0"}, remove_tree)
     run(committer, binding, tried_report)
+
+
+@pytest.mark.generative
+def test_batch_protocol_memmp(tried_report: Any) -> None:
+    """The delayed family without a server: core's ``memmp-magic`` on ``memmp://`` (S3's
+    multipart semantics in this process), checked by the same model as S3's committers."""
+    prefix = f"memmp:///stateful-{uuid.uuid4().hex[:8]}"
+    binding = Binding("memmp", fresh(prefix), {"outcommit.retry.backoff-ms": "0"}, remove_tree)
+    run("memmp-magic", binding, tried_report)
 
 
 @pytest.mark.generative
