@@ -1,8 +1,9 @@
 """Store bindings of the matrix: where each store lives and how every cell reaches it.
 
 A binding is one store scheme with a real backend: a temporary directory (``file``),
-fsspec's in-process memory (``memory``), the moto server (``s3``), Azurite (``azure``)
-and the GCS emulator (``gcs``). The three network stores are reached through a
+fsspec's in-process memory (``memory``; ``memmp``: the same with core's S3-semantics
+multipart uploads), the moto server (``s3``), Azurite (``azure``) and the GCS emulator
+(``gcs``). The three network stores are reached through a
 :class:`~outcommit_devtools.faultproxy.FaultProxy`, so a cell can inject HTTP faults;
 the proxy adds no latency here.
 
@@ -30,7 +31,7 @@ from outcommit.testing.faults import stop_process
 
 from ..faultproxy import FaultProxy
 
-STORES: tuple[str, ...] = ("file", "memory", "s3", "azure", "gcs")
+STORES: tuple[str, ...] = ("file", "memory", "memmp", "s3", "azure", "gcs")
 NETWORK_STORES: tuple[str, ...] = ("s3", "azure", "gcs")  # an emulator behind a fault proxy
 BUCKET = "outcommit-faultmatrix"
 
@@ -39,8 +40,8 @@ BUCKET = "outcommit-faultmatrix"
 class Binding:
     """One store binding: the URL root of the matrix in it and the config to reach it.
 
-    ``separate_processes``: whether a forked process sees the same data (``memory``
-    lives inside one interpreter, so driver kills cannot be tried there).
+    ``separate_processes``: whether a forked process sees the same data (``memory`` and
+    ``memmp`` live inside one interpreter, so driver kills cannot be tried there).
     ``proxy``: the fault proxy in front of the server, None without a network layer.
     ``container``: the bucket/container (or directory) holding ``root``, whose top
     level every cell checks is left alone.
@@ -197,6 +198,27 @@ def _memory(servers: Servers, scratch: str, proxies: list[FaultProxy]) -> Bindin
                    new_container=new_container)
 
 
+# memmp's smallest part: every part but the last must have it (S3's 5 MiB by default); a
+# small one lets a mid-write death leave a real uploaded part without writing megabytes.
+MEMMP_PART_SIZE = 64 * 1024
+
+
+def _memmp(servers: Servers, scratch: str, proxies: list[FaultProxy]) -> Binding:
+    """Files in fsspec's global memory filesystem and uploads in a module of this process
+    (``outcommit.stores.memmp``): a driver process killed with SIGKILL would take its own
+    copy of both with it, and a process started for it would see none of this one's, so it
+    is bound as ``memory`` is (no driver or attempt killed apart)."""
+    from outcommit.stores.memmp import MIN_PART_SIZE_KEY, PART_SIZE_KEY
+
+    def new_container() -> str:
+        return f"memmp:///fm-root-{uuid.uuid4().hex[:8]}"
+
+    root = f"memmp:///faultmatrix-{uuid.uuid4().hex[:8]}"
+    config = {MIN_PART_SIZE_KEY: str(MEMMP_PART_SIZE), PART_SIZE_KEY: str(MEMMP_PART_SIZE), **_retries()}
+    return Binding("memmp", root, config, root, separate_processes=False,
+                   new_container=new_container, multipart_part_size=MEMMP_PART_SIZE)
+
+
 # S3 settings of every s3 cell: the smallest legal part (5 MiB) so a mid-write death can
 # leave a real uploaded part; 3 attempts per request (botocore standard mode: exponential
 # backoff with jitter), so two throttled answers are absorbed and a third is not.
@@ -278,5 +300,5 @@ def _need(server: Any, name: str) -> Any:
 
 
 _MAKERS: Mapping[str, Callable[[Servers, str, list[FaultProxy]], Binding]] = {
-    "file": _file, "memory": _memory, "s3": _s3, "azure": _azure, "gcs": _gcs,
+    "file": _file, "memory": _memory, "memmp": _memmp, "s3": _s3, "azure": _azure, "gcs": _gcs,
 }

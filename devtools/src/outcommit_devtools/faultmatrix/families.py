@@ -158,7 +158,8 @@ def _die_in_task_commit(env: CellEnv, engine: Engine, victim: Attempt, k: int) -
     if engine.flow == "spark" and not engine.isolated:
         raise NotApplicable("the driver commits the task in this flow (see the driver/ rows)")
     if not env.binding.separate_processes:
-        raise NotApplicable("the memory store lives in one process: no attempt can die apart from it")
+        raise NotApplicable(f"the {env.binding.name} store lives in one process: no attempt can die "
+                            "apart from it")
     if engine.flow == "hadoop":
         engine.accepted[0] = victim  # permission granted, then the attempt died committing
     victim.written = dict(victim.files)
@@ -210,7 +211,8 @@ def driver_kill(env: CellEnv, s: DriverKill) -> Observation:
     main = destination(env, env.dest, env.existing)
     obs = Observation([main])
     if not env.binding.separate_processes:
-        raise NotApplicable("the memory store lives in one process: its driver cannot be killed apart")
+        raise NotApplicable(f"the {env.binding.name} store lives in one process: its driver cannot be "
+                            "killed apart")
     # Every store operation (operation@k): by discovery (recover) there are more.
     key = ((env.binding.root, env.committer, f"{env.mode} operations, {s.then == 'recover'}")
            if s.point == "operation" else (env.binding.root, env.committer, env.mode))

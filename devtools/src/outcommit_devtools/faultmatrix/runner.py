@@ -44,7 +44,8 @@ from .scenarios import (
 from .storefaults import fault_config
 
 #: URL scheme of each binding (what the factory decides on).
-SCHEMES: Mapping[str, str] = {"file": "file", "memory": "memory", "s3": "s3", "azure": "abfs", "gcs": "gs"}
+SCHEMES: Mapping[str, str] = {"file": "file", "memory": "memory", "memmp": "memmp", "s3": "s3",
+                              "azure": "abfs", "gcs": "gs"}
 
 # Outside every destination: a canary next to it, one in a sibling sharing its prefix
 # (dataset1 / dataset1.bak, dataset10) and pending uploads there where the store has them.
@@ -91,6 +92,19 @@ def missing_capabilities(store: str, committer: str) -> list[str]:
         registry.committer_spec(committer).requires)
 
 
+def made_elsewhere(store: str, committer: str) -> bool:
+    """Is the committer made only for other stores (``CommitterSpec.made_for``)? The
+    factory refuses it there first, whatever the store's capabilities (S3's ``magic`` on
+    ``memmp://``, which declares all it requires, or ``memmp-magic`` on ``s3://``)."""
+    made_for = get_registry().committer_spec(committer).made_for
+    return bool(made_for) and SCHEMES[store] not in made_for
+
+
+def refused(store: str, committer: str) -> bool:
+    """Does the factory refuse the pairing (one ``refused`` cell, no scenarios)?"""
+    return made_elsewhere(store, committer) or bool(missing_capabilities(store, committer))
+
+
 def plan(size: Size, stores: Sequence[str] = STORES,
          committers: Sequence[str] | None = None) -> list[Cell]:
     """Every cell of the matrix, grouped by store and committer."""
@@ -102,7 +116,7 @@ def plan(size: Size, stores: Sequence[str] = STORES,
     cells: list[Cell] = []
     for store in stores:
         for name in names:
-            if missing_capabilities(store, name):
+            if refused(store, name):
                 cells.append(Cell(store, name, None))
                 continue
             cells += [Cell(store, name, s) for s in scenarios if _applies(s, store)
@@ -111,9 +125,9 @@ def plan(size: Size, stores: Sequence[str] = STORES,
 
 
 def _bound_committers(stores: Sequence[str]) -> list[str]:
-    """Every registered committer but those made only for stores the matrix has no binding
-    for (``CommitterSpec.made_for``: core's ``memmp-magic`` for ``memmp://``, whose own tests
-    and conformance suite cover it)."""
+    """Every registered committer but those made only for stores outside this run
+    (``CommitterSpec.made_for``: S3's committers in a run without ``s3``); in a run with
+    their store, they are refused cells on every other store."""
     ours = {SCHEMES[store] for store in stores}
     return sorted(name for name, spec in get_registry().committers().items()
                   if not spec.made_for or ours & set(spec.made_for))
@@ -158,8 +172,9 @@ class Matrix:
         On a network store, cells share nothing but the binding's fault proxy: the cells
         with HTTP faults run one after the other (a fault is a rule of that proxy), the
         others reach the server directly, one group per committer (and its name rows). The cells of ``file``
-        and ``memory`` run one after the other: they share the top level the oracles
-        check (and fsspec's memory filesystem is one dictionary).
+        run one after the other, and those of ``memory`` and ``memmp`` too: they share the
+        top level the oracles check (and fsspec's memory filesystem is one dictionary, both
+        bindings' files).
         """
         for store in dict.fromkeys(cell.store for cell in cells):
             self.binding(store)  # opened here, not concurrently in the workers
@@ -169,7 +184,9 @@ class Matrix:
             # The name rows of a network store are a group of their own: after the other
             # rows of their committer they would lengthen its chain (GCS's: the longest).
             named = apart and isinstance(cell.scenario, HostileNames)
-            groups.setdefault((cell.store, cell.committer if apart else "", named), []).append(cell)
+            # memory and memmp: one in-process memory filesystem, one group
+            place = "in-process" if not self.binding(cell.store).separate_processes else cell.store
+            groups.setdefault((place, cell.committer if apart else "", named), []).append(cell)
         # HTTP-fault groups first (their cells wait out the clients' backoff, one after the
         # other), then the longest groups.
         ordered = dict(sorted(groups.items(),
@@ -218,16 +235,19 @@ class Matrix:
     # -- refused pairings ------------------------------------------------------------------------
     def _refusal(self, cell: Cell) -> Verdict:
         binding = self.binding(cell.store)
-        predicted = missing_capabilities(cell.store, cell.committer)
+        elsewhere = made_elsewhere(cell.store, cell.committer)
+        # The factory checks what a committer is made for first: no capability is missing then.
+        predicted = [] if elsewhere else missing_capabilities(cell.store, cell.committer)
+        made_for = get_registry().committer_spec(cell.committer).made_for
+        why = (f"made for {', '.join(f'{s}://' for s in made_for)} only"
+               if elsewhere else f"lacks {', '.join(predicted)}")
         try:
             create_committer(f"{binding.root}/refused", binding.config, cell.committer)
         except UnsafeCommitterError as exc:
             if exc.missing != predicted:
-                return Verdict("WRONG", f"refused for {exc.missing}, but the store declares it lacks "
-                                        f"{predicted}")
-            return Verdict("refused", f"lacks {', '.join(exc.missing)}; safe: {', '.join(exc.safe)}")
-        return Verdict("WRONG", f"the store declares it lacks {', '.join(predicted)} but the factory "
-                                "accepted the committer")
+                return Verdict("WRONG", f"refused for {exc.missing}, but predicted: {why}")
+            return Verdict("refused", f"{why}; safe: {', '.join(exc.safe)}")
+        return Verdict("WRONG", f"predicted a refusal ({why}) but the factory accepted the committer")
 
     # -- scenarios --------------------------------------------------------------------------------
     def _scenario(self, cell: Cell, scenario: Scenario) -> Verdict:
