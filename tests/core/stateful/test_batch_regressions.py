@@ -230,3 +230,26 @@ def test_v2_a_repeated_commit_of_one_attempt_keeps_its_record(root: str) -> None
     assert committer.commit_task(task) == first
     report = committer.commit_job(job)
     assert [name.rsplit("/", 1)[1] for name in report.filenames] == ["part-0.txt"]
+
+
+def test_a_replace_whose_report_delete_fails_deletes_none_of_the_files_it_names() -> None:
+    """Machine (memmp-magic, long run): a job under ``replace`` on a dataset another job had
+    committed failed deleting that job's ``_SUCCESS``; its other deletes, run beside it
+    (a store without batch deletes: one request per file), had taken the files the report
+    names: the report stayed, naming files that are not there (readers fail on it).
+    The reports go first now, and the files they name only once they are gone."""
+    url = f"memmp:///regress-{uuid.uuid4().hex[:8]}/out/dataset1"
+    first, job = start(url, "memmp-magic")
+    first.commit_job(job, [write_and_commit(first, job, {f"old-{n}.txt": b"old" for n in range(8)})])
+    store = outcommit.open_store(url)
+    faulty = FaultInjectingStore(store, [Fault("delete", path_contains="_SUCCESS")])
+    second = outcommit.create_committer(url, {"outcommit.committer.conflict-mode": "replace"},
+                                        "memmp-magic", store=faulty)
+    job = JobContext(url, config=second.config)
+    second.setup_job(job)
+    message = write_and_commit(second, job, {"new.txt": b"new"})
+    with pytest.raises(outcommit.JobCommitError):
+        second.commit_job(job, [message])
+    assert len(read.committed_files(url)) == 8  # the first job's report, and all it names
+    second.abort_job(job)
+    second.cleanup_job(job)

@@ -15,14 +15,14 @@ at most a round trip old when the old files are deleted.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from outcommit.errors import DestinationExistsError
 from outcommit.parallel import run_all
 from outcommit.paths import earlier_partition_dir, relative_to
-from outcommit.store import FileInfo
+from outcommit.store import FileInfo, Store
 from outcommit.success import SUCCESS_FILE
 
 from .files import PendingCommit, is_hidden_path
@@ -100,8 +100,21 @@ def resolve(ops: CommitOperations, mode: str, scope: Scope, commits: Collection[
             f"{where} of {destination} already hold data ({ops.store.url(existing[0])}, ...) "
             "and the conflict mode is 'fail': use 'append' or 'replace', or another destination")
     ops.check_completable(commits, found.pending)
-    # The reports with the files they name, first in the same requests (S3: in the first
-    # DeleteObjects batch): no round trip more, and no report stays that names deleted files.
-    ops.store.delete_files([*found.reports, *existing], threads=ops.threads)
+    _delete_reports_first(ops.store, found.reports, existing, ops.threads)
     log.info("replace: deleted %d existing files", len(existing))
     return len(existing)
+
+
+def _delete_reports_first(store: Store, reports: Sequence[str], files: Sequence[str],
+                          threads: int) -> None:
+    """Delete the ``_SUCCESS`` reports, then the files they name: no report may stay that
+    names deleted files (readers fail on it). A store deleting in batches (S3) takes the
+    reports in its first batch, no round trip more: its batches go one after another and a
+    failed one stops the rest. Elsewhere each file is a request of its own, run side by
+    side: the files go only once every report is gone (a failed report delete, with the
+    files deleted beside it, left the report naming them: memmp://, Azure)."""
+    if store.batch_delete() is not None:
+        store.delete_files([*reports, *files], threads=threads)
+        return
+    store.delete_files(list(reports), threads=threads)
+    store.delete_files(files, threads=threads)
