@@ -374,6 +374,9 @@ class BatchProtocol(JobCommits, RuleBasedStateMachine):
         try:
             message = committer.commit_task(attempt.ctx)
         except CommitError as exc:
+            if self.ended_by_its_commit(job, exc):
+                attempt.state = "aborted"  # its uploads aborted by the refused commit
+                return
             if refusal is False:
                 raise self.violation(f"task commit of {attempt.key} failed: {type(exc).__name__}: "
                                      f"{exc}") from exc
@@ -385,6 +388,17 @@ class BatchProtocol(JobCommits, RuleBasedStateMachine):
                                  "data under conflict mode fail")
         attempt.state = "committed"
         self.task_committed(job, task, attempt, message)
+
+    def ended_by_its_commit(self, job: Job, exc: CommitError) -> bool:
+        """Was the task commit refused because the job's commit began? The delayed
+        committers end the job for its writers as their job commit starts (its markers go,
+        docs/protocol.md): a job commit that failed or died after that leaves the job live
+        for its driver (to commit again, or abort), and refuses every later task commit,
+        loudly. Only an attempt of a job whose tasks were all committed can meet it."""
+        if not (self.traits.delayed and job.commit_began and "is not active" in str(exc)):
+            return False
+        self.note(f"task commit refused: {job.job_id}'s commit had ended it for writers")
+        return True
 
     def task_committed(self, job: Job, task: Task, attempt: Attempt,
                        message: dict[str, Any] | None) -> None:
@@ -417,9 +431,10 @@ class BatchProtocol(JobCommits, RuleBasedStateMachine):
         except ProcessDied:
             pass
         except CommitError as exc:
-            if refusal is False:
-                raise self.violation(f"task commit of {attempt.key} failed: {exc}") from exc
-            job.doomed = "a task commit was refused (conflict mode fail)"
+            if not self.ended_by_its_commit(job, exc):
+                if refusal is False:
+                    raise self.violation(f"task commit of {attempt.key} failed: {exc}") from exc
+                job.doomed = "a task commit was refused (conflict mode fail)"
         attempt.store.kill()
         attempt.state = "dead"
         if job.flow == "messages":
