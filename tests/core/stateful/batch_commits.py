@@ -118,7 +118,11 @@ class JobCommits(StoreOracles):
             self.commit_interrupted(job)
             return
         finally:
-            store.left, store.fail_at = None, None
+            store.fail_at = None
+            # A dead driver stays dead, every thread of it: one still running beside the
+            # commit (the commit record's creation) wrote after its process had died.
+            if not store.dead:
+                store.left = None
         if refusal is True:
             why = ("files its tasks published are gone" if not self.traits.invisible else
                    f"{job.dest} holds other jobs' data and the conflict mode is fail")
