@@ -27,7 +27,6 @@ OVER_THE_LIMIT: dict[str, int] = {
     "core/src/outcommit/committer.py": 436,
     "core/src/outcommit/committers/delayed/filesystem.py": 410,
     "core/src/outcommit/committers/delayed/jobcommit.py": 404,
-    "core/src/outcommit/committers/fileoutput.py": 448,
 }
 
 

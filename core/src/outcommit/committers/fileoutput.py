@@ -17,7 +17,6 @@ and an abort removes what it had already moved.
 
 from __future__ import annotations
 
-import logging
 import posixpath
 import re
 import time
@@ -26,18 +25,17 @@ from typing import Any
 
 from .. import capabilities as caps
 from ..capabilities import Capabilities
-from ..committer import TEMPORARY_DIR, Committer, is_hidden, relative_to
+from ..committer import TEMPORARY_DIR, is_hidden, relative_to
 from ..context import JobContext, TaskAttemptContext
 from ..errors import CommitError, CorruptFileError, JobCommitError, TaskCommitError
 from ..jobdir import JobDirectoryCommitter
 from ..parallel import run_all
 from ..progress import Progress
-from ..retry import RetryLater, RetryPolicy
 from ..store import FileInfo
 from ..success import SuccessData
 from . import journal
+from .mergepaths import merge_paths_v1, merge_paths_v2
 
-log = logging.getLogger(__name__)
 #: v2: where each task commit records what it published (inside the job attempt directory).
 TASK_RECORDS_DIR = "_tasks"
 _TASK_ID = re.compile(r"^task_[A-Za-z0-9_.-]+_\d{6}$")
@@ -251,90 +249,6 @@ class FileOutputCommitterV1(FileOutputCommitter):
             raise self.failed_commit(job, exc, started, files) from exc
         self.end_job_and_delete_state(job)
         return summary
-
-
-def rename_recovering(committer: Committer, src: FileInfo, dest: str) -> None:
-    """Rename ``src`` (a file or directory) to the free path ``dest``.
-
-    A rename whose response was lost (a reset connection, a timeout) may have happened:
-    merging again would then find no source and fail a job whose output is complete.
-    After a transient failure the store's evidence decides: done (carry on), not done
-    (retried, with the committer's retry policy), or unknown (the real error is raised).
-    """
-    store = committer.store
-
-    def attempt() -> None:
-        try:
-            if src.is_dir:
-                store.rename_dir(src.path, dest)
-            else:
-                store.rename_file(src.path, dest)
-            return
-        except Exception as exc:
-            if not store.is_transient(exc):
-                raise
-            failure = exc
-        if src.is_dir:
-            now = store.info(dest)
-            # An atomic directory rename removes the source as it creates the target.
-            happened = (store.info(src.path) is None and now is not None and now.is_dir
-                        and store.has_capability(caps.RENAME_DIRECTORY_ATOMIC))
-            outcome = "done" if happened else (
-                "not-done" if now is None and store.info(src.path) is not None else "unknown")
-        else:
-            outcome = store.rename_outcome(src.path, dest, src)
-        if outcome == "done":
-            log.info("rename %s -> %s raised (%s) but had happened", src.path, dest, failure)
-            return
-        if outcome == "not-done":
-            raise RetryLater(failure)
-        raise failure
-
-    try:
-        RetryPolicy.from_config(committer.config).call(
-            attempt, retry_if=lambda e: isinstance(e, RetryLater), what=f"rename of {src.path}")
-    except RetryLater as exc:
-        raise exc.cause from None
-
-
-def merge_paths_v1(committer: Committer, src: FileInfo, dest: str) -> None:
-    """Hadoop's mergePaths, algorithm 1: rename whole directories where the target is free."""
-    store = committer.store
-    target = store.info(dest)
-    if not src.is_dir:
-        if target is not None:
-            store.delete(dest, recursive=True)
-        rename_recovering(committer, src, dest)
-    elif target is None:
-        rename_recovering(committer, src, dest)
-    elif not target.is_dir:
-        store.delete(dest)
-        rename_recovering(committer, src, dest)
-    else:
-        for child in store.list_dir(src.path):
-            merge_paths_v1(committer, child, store.join(dest, child.name))
-
-
-def merge_paths_v2(committer: Committer, src: FileInfo, dest: str) -> None:
-    """Hadoop's mergePaths, algorithm 2: create directories, rename file by file.
-
-    Directories are never renamed onto an existing one, so concurrent task commits into
-    the same subdirectory cannot nest it (``sub/sub``).
-    """
-    store = committer.store
-    target = store.info(dest)
-    if not src.is_dir:
-        if target is not None:
-            store.delete(dest, recursive=True)
-        rename_recovering(committer, src, dest)
-        return
-    if target is not None and not target.is_dir:
-        store.delete(dest)
-        target = None
-    if target is None:
-        store.mkdirs(dest)
-    for child in store.list_dir(src.path):
-        merge_paths_v2(committer, child, store.join(dest, child.name))
 
 
 class FileOutputCommitterV2(FileOutputCommitter):
