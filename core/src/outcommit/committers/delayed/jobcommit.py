@@ -1,7 +1,8 @@
 """The delayed family's job commit, stage by stage (the manifest committer's stages are the model).
 
-Each stage is a function of one :class:`JobCommit` (the committer, the job, its layout,
-its log, when the commit began) and of what the stage before it produced:
+Each stage is a function of one :class:`~.commitrun.JobCommit` (the committer as
+:class:`~.commitrun.Committing` names it, the job, its layout, its log, when the commit
+began) and of what the stage before it produced:
 
 1. :func:`open_commit` — **load** every committed pendingset (:func:`load`) and
    **record** that the commit began (:func:`record`), beside the job check (and, for
@@ -27,93 +28,26 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
-from outcommit.config import Config
-from outcommit.context import JobContext
-from outcommit.errors import CommitError, CorruptCommitDataError, CorruptFileError, JobCommitError
-from outcommit.multipart import MultipartUploads
+from outcommit.errors import CommitError, CorruptFileError, JobCommitError
 from outcommit.parallel import run_all
 from outcommit.paths import is_inside
 from outcommit.progress import Progress
-from outcommit.store import FileInfo, Store
+from outcommit.store import FileInfo
 from outcommit.success import SuccessData
 
 from . import claims, cleanup, conflicts, fanout, pendingsets
 from . import sweep as sweeping
-from .files import Expectations, PendingCommit
-from .layout import JobLayout
-from .operations import Logger
+from .commitrun import Committing, JobCommit
+from .files import PendingCommit
 from .pendingsets import JobCommits
 from .sweep import Sweep
-
-
-class Committing(cleanup.Ending, fanout.FanningOut, Protocol):
-    """What the stages use of the committer whose job they commit
-    (``DelayedCompletionCommitter``): named here, so this module needs not import it."""
-
-    store: Store
-    dest: str
-    mp: MultipartUploads
-    config: Config
-    threads: int
-    conflict_mode: str
-
-    @property
-    def meta(self) -> Store: ...
-    @property
-    def conflict_scope(self) -> conflicts.Scope: ...
-    @property
-    def exclusive_completion(self) -> bool: ...
-    @property
-    def abort_pending_key(self) -> str: ...
-    @property
-    def sweep_scope_key(self) -> str: ...
-
-    def require_job(self, job: JobContext, error: type[CommitError]) -> None: ...
-    def committed_before(self, job: JobContext, require: Callable[[], object],
-                         later_attempts: bool = True) -> SuccessData | None: ...
-    def refuse_resume_if_aborted(self, job: JobContext, refusal: str = "") -> None: ...
-    def abort_began_any_attempt(self, job: JobContext) -> bool: ...
-    def sweep(self, job: JobContext, running: AbstractSet[tuple[str, str]] = frozenset(),
-              started: datetime | None = None) -> Sweep: ...
-    def write_success(self, job: JobContext, files: Iterable[str],
-                      metrics: Mapping[str, int] | None = None,
-                      diagnostics: Mapping[str, str] | None = None) -> SuccessData: ...
-    def failed_commit(self, job: JobContext, exc: BaseException, started: float,
-                      files: Iterable[str] = (),
-                      metrics: Mapping[str, int] | None = None) -> JobCommitError: ...
-
-
-@dataclass(frozen=True)
-class JobCommit:
-    """What every stage of one job commit shares."""
-
-    committer: Committing
-    job: JobContext
-    log: Logger
-    layout: JobLayout
-    expect: Expectations
-    started: float  # time.monotonic() when the commit began: its duration in the report
-
-    @classmethod
-    def of(cls, committer: Committing, job: JobContext, started: float) -> JobCommit:
-        return cls(committer, job, committer.logger(job), committer.layout(job),
-                   committer.expectations(job), started)
-
-    def failed(self, exc: Exception, commits: JobCommits | None) -> JobCommitError:
-        """The error a failed job commit raises, with its success=false report."""
-        store = self.committer.store
-        failed = self.committer.failed_commit(self.job, exc, self.started,
-                                              (store.url(c.path) for c in commits or ()))
-        if isinstance(exc, CorruptFileError):
-            return CorruptCommitDataError(str(failed), failed.summary, exc)
-        return failed
 
 
 @dataclass(frozen=True)
@@ -402,3 +336,8 @@ def clean_up(run: JobCommit, completed: Completed) -> None:
     """Every upload of this job is now complete or aborted (by the sweep, or in
     :func:`report`), its markers went in :func:`complete`: its state goes."""
     cleanup.delete_after_commit(run.committer, run.job, completed.listed)
+
+
+# What every stage shares is named here too: the committer reads the stages from one module.
+__all__ = ["Committing", "Completed", "JobCommit", "Opened", "clean_up", "complete", "open_commit",
+           "report", "resolve_conflicts", "verify"]
