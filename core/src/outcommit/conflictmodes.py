@@ -4,20 +4,24 @@
 never data and are never deleted, also inside a data directory (a nested job's).
 
 Functions of the store and the destination (a store path; ``destination``: its URL, for
-messages), used by every committer (``Committer.check_destination_free``,
-``Committer.replace_destination``) and, per partition, the delayed family's.
+messages), used by every committer through :class:`ConflictHandling`, a base of
+``Committer`` (``check_destination_free``, ``replace_destination``), and, per partition,
+the delayed family's.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
+from .context import JobContext
 from .errors import DestinationExistsError
 from .parallel import run_all
 from .paths import hidden_from_readers, relative_to
 from .store import FileInfo, Store
-from .success import SUCCESS_FILE
+from .success import SUCCESS_FILE, SuccessData
 
 MODES = ("fail", "append", "replace")
 
@@ -102,3 +106,40 @@ def data_by_directory(store: Store, dest: str) -> tuple[dict[str, list[str]], se
         else:
             data.setdefault(top, []).append(info.path)
     return data, holding
+
+
+class ConflictHandling:
+    """The conflict modes as ``Committer`` applies them to its destination (a base of
+    it, which supplies what is declared here)."""
+
+    destination: str
+    dest: str
+    store: Store
+    threads: int
+    conflict_mode: str
+
+    if TYPE_CHECKING:
+        def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]: ...
+        def own_success(self, job: JobContext) -> SuccessData | None: ...
+
+    def check_destination_free(self, paths: Iterable[str] | None = None) -> None:
+        """Conflict mode ``fail``: refuse when the destination (or ``paths``) hold data."""
+        if self.conflict_mode == "fail":
+            refuse_data(self.store, self.dest, self.destination, paths)
+
+    def check_destination_free_of_others(self, job: JobContext) -> None:
+        """:meth:`check_destination_free`, except that the output of this job's finished
+        commit (its ``_SUCCESS`` says so) is no conflict: a later attempt meets it."""
+        try:
+            self.check_destination_free()
+        except DestinationExistsError:
+            if self.own_success(job) is None:
+                raise
+
+    def replace_destination(self, job: JobContext) -> int:
+        """Conflict mode ``replace``: delete the destination's data, what readers see
+        (:func:`replace`); the entries deleted."""
+        removed = replace(self.store, self.dest, self.threads)
+        if removed:
+            self.logger(job).info("replace: deleted %d entries of %s", removed, self.destination)
+        return removed

@@ -1,6 +1,7 @@
 """What a job's state tells after a failure, and what acting on it must respect: the
 abort note (an abort began, or kept the state as evidence), a commit that began and was
-interrupted, a finished commit called again, and what ``outcommit jobs`` reads.
+interrupted, a finished commit called again, and what ``outcommit jobs`` reads (the jobs
+left, what aborting one would remove: :class:`AbortPreview`).
 
 :class:`JobRecovery` is a base of ``Committer``: every committer answers these the same
 way, from the :class:`~outcommit.jobstate.JobEvidence` it names (``job_evidence``).
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import jobstate
 from .context import JobContext
 from .errors import CommitError, JobCommitError
 from .jobstate import JobEvidence
+from .store import Store
 from .success import SuccessData
 
 
@@ -23,6 +26,7 @@ class JobRecovery:
     """The recovery half of ``Committer`` (which supplies what is declared here)."""
 
     destination: str
+    store: Store
     name: ClassVar[str] = ""
 
     def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]:
@@ -197,3 +201,37 @@ class JobRecovery:
             self.logger(job).info("job already committed: returning its _SUCCESS report")
             self.cleanup_committed_job(job)
         return done
+
+    def leftover_jobs(self) -> dict[str, list[int]]:
+        """Jobs whose temporary state is on the store, by job id: the attempts found
+        (``outcommit jobs``: what an interrupted or failed abort left for another)."""
+        return {}
+
+    def abort_preview(self, job: JobContext) -> AbortPreview:
+        """What aborting ``job`` would remove, read from the store and changing nothing
+        (``outcommit jobs abort --dry-run``): its state's files; the destination files its
+        interrupted commit published, as its state proves them (none once its ``_SUCCESS``
+        says it committed: that output stays); its own pending uploads."""
+        evidence = self.job_evidence(job)
+        state = [] if evidence is None else [evidence.store.url(f.path)
+                                             for f in evidence.store.list_files(evidence.root)]
+        published = [] if self.own_success(job) is not None else self.published_by_interrupted_commit(job)
+        return AbortPreview(state, [self.store.url(p) for p in published], self.own_pending_uploads(job))
+
+    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
+        """Destination files (store paths) an interrupted commit of ``job`` published, which
+        its abort deletes; read-only. None known here (a committer that keeps no record)."""
+        return []
+
+    def own_pending_uploads(self, job: JobContext) -> list[str]:
+        """The job's own pending uploads, which its abort aborts (``url upload-id``); read-only."""
+        return []
+
+
+@dataclass(frozen=True)
+class AbortPreview:
+    """What an abort of a job would remove (``Committer.abort_preview``), as URLs."""
+
+    state: list[str]       # the files of the job's temporary state
+    published: list[str]   # destination files its interrupted commit published
+    uploads: list[str]     # its own pending uploads: "url upload-id"
