@@ -59,19 +59,18 @@ def test_a_magic_task_of_many_small_files_sends_them_in_one_round(
     their parts together at task commit, as the connections allow (64). Before, the
     per-attempt pool had 16 threads and a file's last part waited in one of them for its
     upload's start: 13 round trips for this task (10 of creates and parts), where the bytes
-    in flight, 48 KB, were never the bound. Task commit: the pendingset and the claim together,
-    then the check (three in turn before issue 30's last change)."""
+    in flight, 48 KB, were never the bound. Task commit: the pendingset, the claim, the check."""
     # A chain can only come out too long, never too short (a request a loaded machine's
     # scheduler starts after its neighbour's answer): the least of up to three jobs.
     runs = []
     for _ in range(3):
         runs.append(_one_job(traced, s3_config, s3_root))
-        if runs[-1][0].by_phase["task"] == 4:
+        if runs[-1][0].by_phase["task"] == 5:
             break
     path, files, url = min(runs, key=lambda run: run[0].by_phase["task"])
     assert path.peak_in_flight >= 48, path.by_phase
-    # create, part; the pendingset beside the claim, then the check.
-    assert path.by_phase["task"] == 4, [r.describe() for r in path.chain]
+    # create, part; pendingset, claim, check.
+    assert path.by_phase["task"] == 5, [r.describe() for r in path.chain]
     assert outcome(url, s3_config) == (files, [])  # read straight from the server
 
 

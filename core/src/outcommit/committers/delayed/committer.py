@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.committer import Committer, JobLogger
+from outcommit.committer import Committer
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
@@ -29,7 +29,6 @@ from outcommit.errors import (
 )
 from outcommit.jobstate import ABORT_NOTE, JobEvidence, attempts_in
 from outcommit.multipart import MultipartUploads
-from outcommit.parallel import outcomes
 from outcommit.paths import is_inside
 from outcommit.store import Store
 from outcommit.success import SuccessData
@@ -156,7 +155,19 @@ class DelayedCompletionCommitter(Committer):
         try:
             # Write, then check: no liveness check before publishing (a stale attempt's
             # files are removed again below), one after it.
-            data = self._publish_and_claim(task, path, pendingset, created, log)
+            data = pendingset.to_bytes()
+            try:
+                claims.exclusive(self.meta).create_exclusive(path, data)
+                created.append(path)
+            except FileExistsError:
+                data = self._already_published(path, pendingset)
+            # The claim serves only a job commit by discovery, and only once the pendingset it
+            # names exists: a claim that landed beside a pendingset that never did (its attempt
+            # killed, or its create failed and the claim's removal too) would take the task
+            # from every other attempt, and discovery would commit nothing of it, silently
+            # (tests/core/committers/delayed/test_claims.py).
+            if not task.job.task_messages:
+                created += claims.claim(layout, task, logger=log)
             # The job may have been committed or aborted while we uploaded: then nothing of
             # ours may stay pending (a late attempt must never leak).
             self.require_job(task.job, TaskCommitError)
@@ -180,37 +191,6 @@ class DelayedCompletionCommitter(Committer):
         log.info("committed task %s: %d files, %d bytes pending", task.attempt_id,
                  len(pendingset.commits), pendingset.length)
         return message
-
-    def _publish_and_claim(self, task: TaskAttemptContext, path: str, pendingset: PendingSet,
-                           created: list[str], log: JobLogger) -> bytes:
-        """Create the attempt's pendingset and, for a job commit by discovery, its claim: the
-        bytes published. The two go out together, one round trip rather than two: neither
-        reads the other, and a claim whose attempt has no pendingset yet is already read as
-        "not committed" (:func:`.claims.choose`). Both finish before this returns or raises,
-        and ``created`` names every file made, so a failure of either removes the other's.
-        """
-        data = pendingset.to_bytes()
-
-        def step(name: str) -> list[str]:
-            nonlocal data
-            if name == "claim":
-                return claims.claim(self.layout(task.job), task, logger=log)
-            try:
-                claims.exclusive(self.meta).create_exclusive(path, data)
-                return [path]
-            except FileExistsError:
-                data = self._already_published(path, pendingset)
-                return []
-
-        # The claim serves only a job commit by discovery (no task messages).
-        steps = ["pendingset"] if task.job.task_messages else ["pendingset", "claim"]
-        failure: BaseException | None = None
-        for outcome in outcomes(step, steps, threads=len(steps), name="outcommit-task-commit"):
-            created += outcome.result or []
-            failure = failure or outcome.error
-        if failure is not None:
-            raise failure
-        return data
 
     def _already_published(self, path: str, pendingset: PendingSet) -> bytes:
         """A retried task commit of this same attempt: fine if it says the same."""
