@@ -1,7 +1,7 @@
 """Client CPU per S3 request on the hot paths, and what the candidates would save (issue 30).
 
     python benchmarks/client_cpu.py [--requests 300] [--profile 12] [--commit-files 200]
-                                    [--paths store,boto3,trimmed,resigned,crt-sign,crt-http,floor]
+                                    [--paths store,boto3,trimmed,resigned,resigned-urllib3,...]
 
 A canned S3 server in *another process* answers at once (fixed XML: no state, no work),
 so the CPU measured here is the client's alone: ``time.process_time`` of this process
@@ -24,6 +24,11 @@ over http, and reads what the caller needs from the answer):
   then per request: filled, signed by botocore's ``S3SigV4Auth`` with credentials from
   botocore's own resolver, sent on a kept-alive ``http.client`` connection, and the
   answer read by ElementTree (no botocore serializer, handlers or parser);
+* ``resigned-urllib3``: as ``resigned``, sent through urllib3's public
+  ``HTTPConnectionPool.urlopen`` (TCP_NODELAY, connect/read timeouts, no retries): what
+  a light path's own pool would cost;
+* ``resigned-session``: as ``resigned``, sent through botocore's ``URLLib3Session``
+  (the light path's sender today: proxies, CA bundle, botocore's exceptions);
 * ``crt-sign``: the same, signed by ``awscrt.auth.aws_sign_request`` (AWS's C runtime);
 * ``crt-http``: signed and sent by the C runtime (``awscrt.http`` connection);
   (both need ``pip install awscrt``, which is not a project requirement: once it is
@@ -65,7 +70,8 @@ PART = b"p" * 16 * 1024
 SMALL = b"s" * 1024
 PAGE = 1000
 OPERATIONS = ("UploadPart", "CompleteMultipartUpload", "ListObjectsV2", "DeleteObjects", "PutObject")
-PATHS = ("store", "store-light", "boto3", "trimmed", "resigned", "crt-sign", "crt-http", "floor")
+PATHS = ("store", "store-light", "boto3", "trimmed", "resigned", "resigned-urllib3", "resigned-session",
+         "crt-sign", "crt-http", "floor")
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 
@@ -316,12 +322,51 @@ class Connection:
         return response.status, response.read(), response.headers
 
 
-def resigned_calls(endpoint: str) -> dict[str, Callable[[int], Any]]:
+class Urllib3Connection:
+    """urllib3's own pool, public API only: the sender a leaner light path would use."""
+
+    def __init__(self, endpoint: str) -> None:
+        import socket
+
+        import urllib3
+
+        host, port = endpoint.removeprefix("http://").split(":")
+        self.pool = urllib3.HTTPConnectionPool(host, int(port), maxsize=1, retries=False,
+                                               timeout=urllib3.Timeout(connect=30, read=30),
+                                               socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+
+    def send(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, Any]:
+        response = self.pool.urlopen(method, target, body=body or None, headers=headers, redirect=False,
+                                     assert_same_host=False, preload_content=True, decode_content=False)
+        return response.status, response.data, response.headers
+
+
+class SessionConnection:
+    """botocore's ``URLLib3Session``: the light path's sender (outcommit_s3/light.py)."""
+
+    def __init__(self, endpoint: str) -> None:
+        import socket
+
+        from botocore.httpsession import URLLib3Session
+
+        self.endpoint = endpoint
+        self.session = URLLib3Session(timeout=(30, 30), max_pool_connections=1,
+                                      socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+
+    def send(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, Any]:
+        from botocore.awsrequest import AWSRequest
+
+        request = AWSRequest(method=method, url=self.endpoint + target, data=body, headers=headers).prepare()
+        response = self.session.send(request)
+        return response.status_code, response.content, response.headers
+
+
+def resigned_calls(endpoint: str, sender: Callable[[str], Any] = Connection) -> dict[str, Callable[[int], Any]]:
     from botocore.auth import S3SigV4Auth
     from botocore.awsrequest import AWSRequest
 
     credentials = frozen_credentials()
-    conn = Connection(endpoint)
+    conn = sender(endpoint)
 
     def call(operation: str) -> Callable[[int], Any]:
         def once(i: int) -> Any:
@@ -429,6 +474,8 @@ def calls_for(path: str, endpoint: str) -> dict[str, Callable[[int], Any]]:
         return store_calls(endpoint, light=path == "store-light")
     if path in ("boto3", "trimmed"):
         return boto3_calls(boto3_client(endpoint, trimmed=path == "trimmed"))
+    if path in ("resigned-urllib3", "resigned-session"):
+        return resigned_calls(endpoint, Urllib3Connection if path == "resigned-urllib3" else SessionConnection)
     return {"resigned": resigned_calls, "crt-sign": crt_sign_calls, "crt-http": crt_http_calls,
             "floor": floor_calls}[path](endpoint)
 
@@ -443,6 +490,9 @@ KEEPS = {
                "LastModified as text",
     "resigned": "credentials from botocore's resolver (refreshed by get_frozen_credentials); retries and "
                 "error parsing to be written (or botocore's RetryHandler reused per request)",
+    "resigned-urllib3": "as resigned, sent by urllib3's HTTPConnectionPool (public API): proxies, CA "
+                        "bundle and botocore's exceptions to be kept by hand",
+    "resigned-session": "as resigned, sent by botocore's URLLib3Session, as the light path sends",
     "crt-sign": "as resigned; signing in C (awscrt, a new dependency)",
     "crt-http": "as crt-sign, and the CRT's own connection pool; retries: awscrt.io's retry strategy "
                 "or ours; every answer parsed by us",
@@ -475,11 +525,11 @@ def measure_paths(endpoint: str, paths: list[str], requests: int,
 
 def print_table(table: dict[str, dict[str, float | str]]) -> None:
     print("\nms of client CPU per request (process + children), one thread:")
-    print(f"  {'path':10s}" + "".join(f"{op:>25s}" for op in OPERATIONS))
+    print(f"  {'path':16s}" + "".join(f"{op:>25s}" for op in OPERATIONS))
     for path, row in table.items():
         cells = "".join(f"{row[op]:>25.3f}" if isinstance(row[op], float) else f"{str(row[op])[:24]:>25s}"
                         for op in OPERATIONS)
-        print(f"  {path:10s}" + cells)
+        print(f"  {path:16s}" + cells)
 
 
 def profile_store(endpoint: str, requests: int, top: int) -> None:
@@ -614,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\ntrimmed: {TRIMMED}")
         print("\nwhat each path keeps of botocore's behaviour:")
         for path in paths:
-            print(f"  {path:10s} {KEEPS[path]}")
+            print(f"  {path:16s} {KEEPS[path]}")
         if args.profile:
             profile_store(endpoint, args.requests, args.profile)
     finally:

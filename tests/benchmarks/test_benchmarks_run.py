@@ -211,7 +211,8 @@ def test_job_commit_model_measures_each_thread_count_with_connections_kept_alive
 @pytest.mark.s3
 def test_client_cpu_benchmark_runs_every_path() -> None:
     out = run("client_cpu.py", "--requests", "10", "--repeat", "1", "--profile", "3", "--commit-files", "16")
-    names = ("store", "store-light", "boto3", "trimmed", "resigned", "crt-sign", "crt-http", "floor")
+    names = ("store", "store-light", "boto3", "trimmed", "resigned", "resigned-urllib3", "resigned-session",
+             "crt-sign", "crt-http", "floor")
     table = out.split("ms of client CPU per request", 1)[1].split("\n\n", 1)[0]
     rows = [line.split() for line in table.splitlines()[2:]]
     assert [r[0] for r in rows] == list(names), table
