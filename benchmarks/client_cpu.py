@@ -361,7 +361,8 @@ class SessionConnection:
         return response.status_code, response.content, response.headers
 
 
-def resigned_calls(endpoint: str, sender: Callable[[str], Any] = Connection) -> dict[str, Callable[[int], Any]]:
+def resigned_calls(endpoint: str,
+                   sender: Callable[[str], Any] = Connection) -> dict[str, Callable[[int], Any]]:
     from botocore.auth import S3SigV4Auth
     from botocore.awsrequest import AWSRequest
 
@@ -475,7 +476,8 @@ def calls_for(path: str, endpoint: str) -> dict[str, Callable[[int], Any]]:
     if path in ("boto3", "trimmed"):
         return boto3_calls(boto3_client(endpoint, trimmed=path == "trimmed"))
     if path in ("resigned-urllib3", "resigned-session"):
-        return resigned_calls(endpoint, Urllib3Connection if path == "resigned-urllib3" else SessionConnection)
+        sender = Urllib3Connection if path == "resigned-urllib3" else SessionConnection
+        return resigned_calls(endpoint, sender)
     return {"resigned": resigned_calls, "crt-sign": crt_sign_calls, "crt-http": crt_http_calls,
             "floor": floor_calls}[path](endpoint)
 
