@@ -7,6 +7,7 @@ import threading
 import pytest
 
 import outcommit
+from outcommit.errors import InjectedFault
 from outcommit.stores.memory import MemoryStore
 from outcommit.testing.faults import Fault, FaultInjectingStore
 
@@ -124,6 +125,41 @@ def test_an_operation_implemented_but_not_declared_is_not_offered() -> None:
     assert store.exclusive_create() is None
     assert FaultInjectingStore(store).exclusive_create() is None  # a wrapper declares what it wraps
     assert FaultInjectingStore(MemoryStore("memory://declared/x")).exclusive_create() is not None
+
+
+def test_the_fault_wrapper_reaches_an_optional_operation_through_the_inner_accessor() -> None:
+    """A store may implement an optional interface on a separate object
+    (``Store.implementation``): the fault wrapper calls that object, as every caller does,
+    not a method of the store's own class that its declaration does not name."""
+    from outcommit import capabilities as caps
+
+    class Creator:
+        def __init__(self, store: MemoryStore) -> None:
+            self.store, self.calls = store, 0
+
+        def create_exclusive(self, path: str, data: bytes) -> None:
+            self.calls += 1
+            MemoryStore.create_exclusive(self.store, path, data)
+
+    class Separate(MemoryStore):
+        def __init__(self, url: str) -> None:
+            super().__init__(url)
+            self.creator = Creator(self)
+
+        def implementation(self, capability: str) -> object:
+            return self.creator if capability == caps.CREATE_EXCLUSIVE else self
+
+        def create_exclusive(self, path: str, data: bytes) -> None:
+            raise AssertionError("not the declared implementation")
+
+    inner = Separate("memory://separate/x")
+    wrapped = FaultInjectingStore(inner, [Fault("create_exclusive", path_contains="second")])
+    creator = wrapped.exclusive_create()
+    assert creator is not None
+    creator.create_exclusive("/separate/x/first", b"1")
+    assert inner.creator.calls == 1
+    with pytest.raises(InjectedFault):
+        creator.create_exclusive("/separate/x/second", b"2")
 
 
 def test_a_delayed_committer_on_a_state_store_without_exclusive_create_says_which() -> None:

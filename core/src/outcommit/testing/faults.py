@@ -201,9 +201,24 @@ class FaultInjectingStore(Store):
         return self
 
 
+#: The optional operations, each reached on the inner store through its accessor: a store
+#: may implement an interface on another object (``Store.implementation``), and its own
+#: class's method of the same name is then not the one it declared.
+_OPTIONAL_ACCESSORS = {"create_exclusive": "exclusive_create", "delete_many": "batch_delete",
+                       "write_with_metadata": "object_metadata"}
+
+
+def _target(inner: Store, operation: str) -> Callable[..., Any]:
+    accessor = _OPTIONAL_ACCESSORS.get(operation)
+    offered = getattr(inner, accessor)() if accessor else inner
+    if offered is None:  # not declared: this wrapper does not offer it either
+        raise AttributeError(f"{inner!r} does not offer {operation}")
+    return getattr(offered, operation)  # type: ignore[no-any-return]
+
+
 def _delegate(operation: str) -> Callable[..., Any]:
     def method(self: FaultInjectingStore, *args: Any, **kwargs: Any) -> Any:
-        return self.call(operation, getattr(self.inner, operation), *args, **kwargs)
+        return self.call(operation, _target(self.inner, operation), *args, **kwargs)
 
     method.__name__ = operation
     return method
