@@ -98,6 +98,9 @@ class DelayedCompletionCommitter(Committer):
                             if self.sweep_scope_key else sweeping.ALL)
         self.inline_limit = (self.config.get_int(self.inline_limit_key, 200, minimum=0)
                              if self.inline_limit_key else 200)
+        #: Attempts whose task commit failed in this process: their uploads are aborted, so
+        #: a repeat of their task commit must fail rather than publish them again.
+        self._failed_attempts: set[str] = set()
 
     def open_uploads(self, store: Store) -> MultipartUploads | None:
         """The store's delayed-completion interface this committer completes (S3 multipart)."""
@@ -152,6 +155,9 @@ class DelayedCompletionCommitter(Committer):
         layout = self.layout(task.job)
         path = layout.pendingset(task.job, task.task_id, task.attempt_id)
         created: list[str] = []  # files this call created: removed again if it fails
+        if task.attempt_id in self._failed_attempts:
+            raise TaskCommitError(f"task attempt {task.attempt_id}: an earlier commit of this attempt "
+                                  "failed and aborted its uploads; commit another attempt of the task")
         try:
             # Write, then check: no liveness check before publishing (a stale attempt's
             # files are removed again below), one after it.
@@ -172,7 +178,10 @@ class DelayedCompletionCommitter(Committer):
             # ours may stay pending (a late attempt must never leak).
             self.require_job(task.job, TaskCommitError)
         except BaseException:
+            self._failed_attempts.add(task.attempt_id)
             self.ops.abort(pendingset.commits, log)
+            if path not in created:  # its create may have landed, its answer lost
+                self._withdraw(path, pendingset, log)
             # A late attempt's files would recreate a finished job's directory: a stray job
             # directory protects the uploads under the destination from every sweep.
             for leftover in created:
@@ -191,6 +200,22 @@ class DelayedCompletionCommitter(Committer):
         log.info("committed task %s: %d files, %d bytes pending", task.attempt_id,
                  len(pendingset.commits), pendingset.length)
         return message
+
+    def _withdraw(self, path: str, pendingset: PendingSet, log: Any) -> None:
+        """Delete the attempt's pendingset if it is there and names these (now aborted)
+        uploads: a create whose answer was lost may have landed, and a job commit by
+        discovery would otherwise choose it and fail on uploads that no longer exist."""
+        try:
+            existing = self.meta.load_json(path)
+            commits = existing.get("commits") if isinstance(existing, dict) else None
+            ours = {c.upload_id for c in pendingset.commits}
+            if isinstance(commits, list) and {c.get("uploadId") for c in commits
+                                              if isinstance(c, dict)} == ours:
+                self.meta.delete(path)
+        except FileNotFoundError:
+            pass
+        except Exception:
+            log.warning("could not withdraw %s", self.meta.url(path), exc_info=True)
 
     def _already_published(self, path: str, pendingset: PendingSet) -> bytes:
         """A retried task commit of this same attempt: fine if it says the same."""
