@@ -171,7 +171,7 @@ class DelayedCompletionCommitter(Committer):
             # names exists: a claim that landed beside a pendingset that never did (its attempt
             # killed, or its create failed and the claim's removal too) would take the task
             # from every other attempt, and discovery would commit nothing of it, silently
-            # (tests/core/committers/delayed/test_claims.py).
+            # (tests/core/committers/delayed/test_task_commit_failures.py).
             if not task.job.task_messages:
                 created += claims.claim(layout, task, logger=log)
             # The job may have been committed or aborted while we uploaded: then nothing of
