@@ -62,14 +62,19 @@ def rename_recovering(committer: Committer, src: FileInfo, dest: str) -> None:
         raise exc.cause from None
 
 
+def _replace_with_file(committer: Committer, src: FileInfo, dest: str, target: FileInfo | None) -> None:
+    """A file of the task's output onto ``dest``: whatever is there (``target``) goes first."""
+    if target is not None:
+        committer.store.delete(dest, recursive=True)
+    rename_recovering(committer, src, dest)
+
+
 def merge_paths_v1(committer: Committer, src: FileInfo, dest: str) -> None:
     """Hadoop's mergePaths, algorithm 1: rename whole directories where the target is free."""
     store = committer.store
     target = store.info(dest)
     if not src.is_dir:
-        if target is not None:
-            store.delete(dest, recursive=True)
-        rename_recovering(committer, src, dest)
+        _replace_with_file(committer, src, dest, target)
     elif target is None:
         rename_recovering(committer, src, dest)
     elif not target.is_dir:
@@ -89,9 +94,7 @@ def merge_paths_v2(committer: Committer, src: FileInfo, dest: str) -> None:
     store = committer.store
     target = store.info(dest)
     if not src.is_dir:
-        if target is not None:
-            store.delete(dest, recursive=True)
-        rename_recovering(committer, src, dest)
+        _replace_with_file(committer, src, dest, target)
         return
     if target is not None and not target.is_dir:
         store.delete(dest)
