@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
 from outcommit.capabilities import Capabilities
-from outcommit.committer import Committer
+from outcommit.committer import Committer, JobLogger
 from outcommit.context import JobContext, TaskAttemptContext
 from outcommit.errors import (
     CommitError,
@@ -201,16 +201,12 @@ class DelayedCompletionCommitter(Committer):
                  len(pendingset.commits), pendingset.length)
         return message
 
-    def _withdraw(self, path: str, pendingset: PendingSet, log: Any) -> None:
+    def _withdraw(self, path: str, pendingset: PendingSet, log: JobLogger) -> None:
         """Delete the attempt's pendingset if it is there and names these (now aborted)
         uploads: a create whose answer was lost may have landed, and a job commit by
         discovery would otherwise choose it and fail on uploads that no longer exist."""
         try:
-            existing = self.meta.load_json(path)
-            commits = existing.get("commits") if isinstance(existing, dict) else None
-            ours = {c.upload_id for c in pendingset.commits}
-            if isinstance(commits, list) and {c.get("uploadId") for c in commits
-                                              if isinstance(c, dict)} == ours:
+            if self._names_these_uploads(path, pendingset):
                 self.meta.delete(path)
         except FileNotFoundError:
             pass
@@ -219,14 +215,18 @@ class DelayedCompletionCommitter(Committer):
 
     def _already_published(self, path: str, pendingset: PendingSet) -> bytes:
         """A retried task commit of this same attempt: fine if it says the same."""
-        existing = self.meta.load_json(path)
-        commits = existing.get("commits") if isinstance(existing, dict) else None
-        if not isinstance(commits, list) or \
-                [c.get("uploadId") if isinstance(c, dict) else None for c in commits] != \
-                [c.upload_id for c in pendingset.commits]:
+        if not self._names_these_uploads(path, pendingset):
             raise TaskCommitError(f"{self.meta.url(path)} was already published with other "
                                   "uploads: this attempt's task commit cannot be repeated") from None
         return self.meta.read_bytes(path)
+
+    def _names_these_uploads(self, path: str, pendingset: PendingSet) -> bool:
+        """Does the pendingset published at ``path`` name exactly ``pendingset``'s uploads?"""
+        existing = self.meta.load_json(path)
+        commits = existing.get("commits") if isinstance(existing, dict) else None
+        return isinstance(commits, list) and \
+            [c.get("uploadId") if isinstance(c, dict) else None for c in commits] == \
+            [c.upload_id for c in pendingset.commits]
 
     def allow_task_commit(self, task: TaskAttemptContext) -> None:
         """The driver's record that ``task`` (this attempt) is the one allowed to commit.
