@@ -119,14 +119,20 @@ def test_a_replay_finds_the_same_bytes(tmp_path: Path) -> None:
     assert path.read_bytes() == before
 
 
+def another_writers_spark_log(tmp_path: Path, batch: int) -> Path:
+    """``<tmp>/out/_spark_metadata`` holding Spark's file sink's entry for ``batch`` (a file
+    elsewhere): another writer's log. Returns the log's directory."""
+    meta = tmp_path / "out" / SPARK_METADATA_DIR
+    meta.mkdir(parents=True)
+    (meta / str(batch)).write_text('v1\n{"path":"file:///elsewhere/part-0.parquet","size":1,"isDir":false,'
+                                   '"modificationTime":1,"blockReplication":1,"blockSize":1,"action":"add"}')
+    return meta
+
+
 def test_another_writers_spark_log_is_refused_before_anything_is_published(tmp_path: Path) -> None:
     """Spark's file sink wrote this destination before: our batch 0 would have been logged
     with Spark's readers reading the other writer's files. Refused, nothing published."""
-    url = f"file://{tmp_path}/out"
-    meta = tmp_path / "out" / SPARK_METADATA_DIR
-    meta.mkdir(parents=True)
-    (meta / "0").write_text('v1\n{"path":"file:///elsewhere/part-0.parquet","size":1,"isDir":false,'
-                            '"modificationTime":1,"blockReplication":1,"blockSize":1,"action":"add"}')
+    url, meta = f"file://{tmp_path}/out", another_writers_spark_log(tmp_path, 0)
     sink = StreamingSink(url)
     results = run_batch(sink, "run-a", 0)
     with pytest.raises(SparkMetadataError, match=r"_spark_metadata/0 exists, and batch 0 is not in "
@@ -142,11 +148,7 @@ def test_another_writers_spark_log_is_refused_before_anything_is_published(tmp_p
 def test_another_writers_later_batch_is_refused_before_anything_is_published(tmp_path: Path) -> None:
     """Spark's file sink reached batch 150 here: Spark's readers read its newest batch and
     would show its files, never our batch 0's. Refused before the commit, nothing published."""
-    url = f"file://{tmp_path}/out"
-    meta = tmp_path / "out" / SPARK_METADATA_DIR
-    meta.mkdir(parents=True)
-    (meta / "150").write_text('v1\n{"path":"file:///elsewhere/part-0.parquet","size":1,"isDir":false,'
-                              '"modificationTime":1,"blockReplication":1,"blockSize":1,"action":"add"}')
+    url, meta = f"file://{tmp_path}/out", another_writers_spark_log(tmp_path, 150)
     sink = StreamingSink(url)
     results = run_batch(sink, "run-a", 0)
     with pytest.raises(SparkMetadataError, match=r"_spark_metadata/150 exists, and batch 150 is not "

@@ -82,13 +82,7 @@ def test_an_error_inside_a_200_every_time_leaves_the_upload_pending(light, s3_se
         path = store.strip(s3_root) + "/pending.bin"
         mp, upload, etags = _upload(store, path)
         rule = proxy.add(Rule("error", respond(200, s3_error("InternalError")), **COMPLETE, times=-1))
-        # botocore names the error inside a 200 InternalError; its floor (1.35) by the status.
-        with pytest.raises(UploadPendingError, match=r"InternalError|answered 200"):
-            mp.complete(path, upload, etags)
-        assert rule.fired == 4  # 2 store attempts x 2 botocore attempts
-        assert store.info(path) is None
-        assert mp.is_pending(path, upload)
-        assert mp.abort(path, upload)
+        _assert_retried_then_left_pending(store, mp, path, upload, etags, rule)
 
 
 def test_rejected_credentials_raise_what_botocores_path_raises(s3_server, s3_config, s3_root):
@@ -153,13 +147,7 @@ def test_a_gateway_page_every_time_leaves_the_upload_pending(s3_server, s3_confi
         path = store.strip(s3_root) + "/gateway.bin"
         mp, upload, etags = _upload(store, path)
         rule = proxy.add(Rule("gateway", respond(200, GATEWAY_PAGE, "text/html"), **COMPLETE, times=-1))
-        # botocore names the error inside a 200 InternalError; its floor (1.35) by the status.
-        with pytest.raises(UploadPendingError, match=r"InternalError|answered 200"):
-            mp.complete(path, upload, etags)
-        assert rule.fired == 4  # 2 store attempts x 2 botocore attempts
-        assert store.info(path) is None
-        assert mp.is_pending(path, upload)
-        assert mp.abort(path, upload)
+        _assert_retried_then_left_pending(store, mp, path, upload, etags, rule)
 
 
 def test_a_wrong_region_answer_hands_the_bucket_to_botocore(s3_server, s3_config, s3_root):
@@ -239,3 +227,15 @@ def test_a_200_that_is_not_a_completion_reads_as_a_500_internal_error(body):
     parsed = parse_answer(200, {}, body)
     assert parsed["Error"]["Code"] == "InternalError"
     assert parsed["ResponseMetadata"]["HTTPStatusCode"] == 500
+
+
+def _assert_retried_then_left_pending(store, mp, path, upload, etags, rule):
+    """A 200 that is no completion, every time: retried (2 store attempts x 2 botocore
+    attempts), then UploadPendingError with nothing visible and the upload still pending."""
+    # botocore names the error inside a 200 InternalError; its floor (1.35) by the status.
+    with pytest.raises(UploadPendingError, match=r"InternalError|answered 200"):
+        mp.complete(path, upload, etags)
+    assert rule.fired == 4
+    assert store.info(path) is None
+    assert mp.is_pending(path, upload)
+    assert mp.abort(path, upload)
