@@ -115,6 +115,10 @@ class SparkCluster:
             workers = self.status().get("workers", [])
         except OSError:
             return 0  # the master's web UI is not listening yet
+        except ValueError:
+            # Not JSON yet: while a master starts, before it is elected leader, its web UI
+            # can answer /json/ with an HTML page (seen in CI on a loaded machine).
+            return 0
         return sum(1 for w in workers if w.get("state") == "ALIVE")
 
     def log_tails(self, lines: int = 25) -> str:

@@ -35,3 +35,38 @@ def test_a_cluster_that_does_not_come_up_in_time_shows_its_logs_and_stops(tmp_pa
 
 def test_a_process_outside_spark_has_no_executor() -> None:
     assert executor_of(os.getpid()) is None
+
+
+def test_a_master_answering_html_before_json_counts_as_not_ready(tmp_path: Path) -> None:
+    # CI saw a starting master answer /json/ with its HTML page (before it was elected
+    # leader); the launcher must keep polling, not fail the whole Spark session fixture.
+    import http.server
+    import threading
+
+    from outcommit_devtools.sparkcluster import SparkCluster
+
+    answers = [b"<!DOCTYPE html><html><body>root</body></html>",
+               b'{"workers": [{"state": "ALIVE"}, {"state": "DEAD"}]}']
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = answers.pop(0) if len(answers) > 1 else answers[0]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        cluster = SparkCluster("spark://127.0.0.1:1", f"http://127.0.0.1:{server.server_port}",
+                               tmp_path, "python")
+        assert cluster.alive_workers() == 0  # the HTML answer
+        assert cluster.alive_workers() == 1  # then the JSON status
+    finally:
+        server.shutdown()
+        server.server_close()
