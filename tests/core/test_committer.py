@@ -46,21 +46,21 @@ def test_own_success_is_only_this_jobs_successful_report(dest: str) -> None:
     committer, job = commit(dest)
     store = committer.store
     path = store.join(store.strip(dest), SUCCESS_FILE)
-    assert committer.own_success(job).jobId == job.job_id
-    assert committer.own_success(JobContext(dest)) is None  # another job's
+    assert committer.reports.own_success(job).jobId == job.job_id
+    assert committer.reports.own_success(JobContext(dest)) is None  # another job's
     report = store.load_json(path)
     store.save_json(path, {**report, "success": False})
-    assert committer.own_success(job) is None  # a failed commit's report
+    assert committer.reports.own_success(job) is None  # a failed commit's report
     store.write_bytes(path, b"not json")
-    assert committer.own_success(job) is None  # corrupt: no evidence
+    assert committer.reports.own_success(job) is None  # corrupt: no evidence
     store.delete(path)
-    assert committer.own_success(job) is None
+    assert committer.reports.own_success(job) is None
 
 
 def test_own_success_is_none_where_success_is_disabled(dest: str) -> None:
     committer, job = commit(dest)
     off = outcommit.create_committer(dest, {"outcommit.success.enabled": "false"}, "v1")
-    assert committer.own_success(job) is not None and off.own_success(job) is None
+    assert committer.reports.own_success(job) is not None and off.reports.own_success(job) is None
 
 
 @pytest.mark.parametrize("name", ["v1", "v2", "manifest"])
@@ -71,7 +71,7 @@ def test_a_success_write_that_took_effect_then_failed_commits_the_job(dest: str,
     store = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, when="after")])
     committer, job = commit(dest, name, store=store)
     assert store.faults[0].fired == 1
-    assert committer.own_success(job) is not None
+    assert committer.reports.own_success(job) is not None
     assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
 
 
@@ -163,7 +163,7 @@ def test_an_abort_killed_midway_is_never_resumed_as_a_commit(dest: str, name: st
     again = outcommit.create_committer(dest, {}, name)
     with pytest.raises(outcommit.JobCommitError, match=r"is not active|was aborted"):
         again.commit_job(job)
-    assert again.own_success(job) is None
+    assert again.reports.own_success(job) is None
     assert again.job_status(job_id, [0]) == "abort-kept"  # its markers went before the rollback
     again.abort_job(job)
     again.cleanup_job(job)
@@ -226,7 +226,7 @@ def test_a_later_attempt_never_reports_files_a_killed_abort_removed(dest: str, n
         again.recover_task(later.task_attempt(index))
     with pytest.raises(outcommit.JobCommitError):
         again.commit_job(later)
-    assert again.own_success(later) is None
+    assert again.reports.own_success(later) is None
     again.abort_job(later)
     again.cleanup_job(later)
     assert visible_files(inner, inner.strip(dest)) == {}
@@ -272,7 +272,7 @@ def test_a_later_attempt_never_reports_a_file_an_earlier_attempt_left_unmoved(de
              _v1_task(again, later.task_attempt(1), {"part-1b": b"1"})]
     with pytest.raises(outcommit.JobCommitError, match="gone or replaced"):
         again.commit_job(later, rerun)
-    assert again.own_success(later) is None
+    assert again.reports.own_success(later) is None
 
 
 def test_a_later_attempt_never_takes_anothers_file_for_one_a_killed_abort_removed(dest: str) -> None:
@@ -312,7 +312,7 @@ def test_an_abort_killed_before_it_ended_the_job_still_stops_a_resume(dest: str,
     assert committer.job_status(job_id, [0]) == "live"
     with pytest.raises(outcommit.JobCommitError, match="was aborted"):
         committer.commit_job(job)
-    assert committer.own_success(job) is None
+    assert committer.reports.own_success(job) is None
     committer.abort_job(job)
     committer.cleanup_job(job)
     assert visible_files(inner, inner.strip(dest)) == {} and committer.leftover_jobs() == {}

@@ -3,8 +3,9 @@
 ``Committer`` holds the lifecycle (setup, commit and abort of jobs and tasks), what a
 committer needs (``requires``, ``made_for``) and how a plugin registers one
 (:class:`CommitterSpec`). What every committer shares beyond that lives beside it, in
-its bases: the report (:mod:`.reporting`), the conflict modes (:mod:`.conflictmodes`),
-recovery and what ``outcommit jobs`` reads (:mod:`.recovery`).
+helpers it calls: the report (:mod:`.reporting`, the object ``committer.reports``), the
+conflict modes (:mod:`.conflictmodes`), recovery and what ``outcommit jobs`` reads
+(:mod:`.recovery`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .errors import ConfigError
 from .jobstate import ABORT_NOTE, JOB_MARKER, JobEvidence, attempts_in
 from .paths import is_hidden, is_inside, relative_to
 from .recovery import AbortPreview, JobRecovery
-from .reporting import JobReporting
+from .reporting import JobReports
 from .retry import RetryPolicy
 from .store import Store
 from .success import SuccessData
@@ -66,12 +67,12 @@ class Components(Protocol):
         """Committer ``name`` for ``destination``, made again (in another process)."""
 
 
-class Committer(ConflictHandling, JobReporting, JobRecovery):
+class Committer(ConflictHandling, JobRecovery):
     """Base of every committer: one instance is bound to one destination.
 
     Subclasses implement the protocol calls; the base class holds the destination, the
-    store, configuration and logging; its bases the shared helpers (conflict modes,
-    ``_SUCCESS`` and the summary report, recovery).
+    store, configuration and logging; ``reports`` writes ``_SUCCESS`` and the summary
+    report; its bases the shared helpers (conflict modes, recovery).
     """
 
     name: ClassVar[str] = ""
@@ -103,11 +104,12 @@ class Committer(ConflictHandling, JobReporting, JobRecovery):
         #: ``_SUCCESS``. An engine that decides the mode itself sets it (as ``selection``).
         self.conflict_source = (self.config.spelled(CONFLICT_KEY) if self.config.get_str(CONFLICT_KEY)
                                 else f"the default of {self.name}")
+        #: ``_SUCCESS``, the summary report and their statistics (a family reporting
+        #: differently installs its own after this).
+        self.reports = JobReports(self)
         self._check_job_commit_settings()
         # Read by the staging committers only; a bad value fails wherever it is set.
         self.config.get_bool("outcommit.committer.unique-filenames", True)
-        self._engine_metrics: dict[str, int] = {}
-        self._io_baseline: dict[str, int] = {}
 
     def _check_destination(self) -> None:
         """Refuse a destination whose path is not the place it seems to name: a job
@@ -125,7 +127,7 @@ class Committer(ConflictHandling, JobReporting, JobRecovery):
     def _check_job_commit_settings(self) -> None:
         """Read now the settings first used at job commit: a bad value must fail before any
         task runs, not once the work is done (and, for ``v2``, already visible)."""
-        self.success_enabled()
+        self.reports.success_enabled()
         RetryPolicy.from_config(self.config)
         self.config.get_int(progress.INTERVAL_KEY, 10, minimum=0)
         self.config.get_bool(progress.BAR_KEY, False)

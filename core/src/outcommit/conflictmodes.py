@@ -20,8 +20,9 @@ from .context import JobContext
 from .errors import DestinationExistsError
 from .parallel import run_all
 from .paths import hidden_from_readers, relative_to
+from .reporting import JobReports
 from .store import FileInfo, Store
-from .success import SUCCESS_FILE, SuccessData
+from .success import SUCCESS_FILE
 
 MODES = ("fail", "append", "replace")
 
@@ -117,10 +118,10 @@ class ConflictHandling:
     store: Store
     threads: int
     conflict_mode: str
+    reports: JobReports
 
     if TYPE_CHECKING:
         def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]: ...
-        def own_success(self, job: JobContext) -> SuccessData | None: ...
 
     def check_destination_free(self, paths: Iterable[str] | None = None) -> None:
         """Conflict mode ``fail``: refuse when the destination (or ``paths``) hold data."""
@@ -133,7 +134,7 @@ class ConflictHandling:
         try:
             self.check_destination_free()
         except DestinationExistsError:
-            if self.own_success(job) is None:
+            if self.reports.own_success(job) is None:
                 raise
 
     def replace_destination(self, job: JobContext) -> int:

@@ -239,7 +239,7 @@ def write(ddf: Any, destination: str, *, committer: str | None = None,
              destination, the_committer.name, the_committer.selection)
     try:
         results, reruns = _run_partitions(ddf, plan, job, max_attempts, dict(compute_kwargs))
-        the_committer.add_metrics({"rows.written": sum(r.rows for r in results),
+        the_committer.reports.add_metrics({"rows.written": sum(r.rows for r in results),
                                    "files.written": sum(len(r.files) for r in results),
                                    "bytes.written": sum(r.bytes for r in results),
                                    "dask.partitions": len(results),

@@ -55,7 +55,7 @@ class JobDirectoryCommitter(Committer):
         return lambda entry: [entry.source]
 
     def setup_job(self, job: JobContext) -> None:
-        self.check_summary_report_dir()
+        self.reports.check_summary_report_dir()
         self.check_destination_on_setup(job)
         attempt_dir = self.job_attempt_dir(job)
         self.store.mkdirs(attempt_dir)
@@ -88,7 +88,7 @@ class JobDirectoryCommitter(Committer):
         began = False
         try:
             began = journal.exists(self.store, self.job_dir(job.job_id))
-            interrupted, error = began and self.own_success(job) is None, None
+            interrupted, error = began and self.reports.own_success(job) is None, None
         except Exception as exc:  # cannot tell: keep what may be evidence
             interrupted, error = True, exc
         if interrupted:

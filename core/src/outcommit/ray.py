@@ -259,7 +259,7 @@ class DatasinkBase:
                 # Task 0's file with the schema and no rows, as a task would have written it.
                 results = [write_attempt(committer, job.task_attempt(0, 0), [], self.settings,
                                          schema=self.schema)]
-            committer.add_metrics({
+            committer.reports.add_metrics({
                 "rows.written": sum(r.rows for r in results),
                 "files.written": sum(len(r.files) for r in results),
                 "bytes.written": sum(r.bytes for r in results),

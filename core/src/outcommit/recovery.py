@@ -18,6 +18,7 @@ from . import jobstate
 from .context import JobContext
 from .errors import CommitError, JobCommitError
 from .jobstate import JobEvidence
+from .reporting import JobReports
 from .store import Store
 from .success import SuccessData
 
@@ -28,11 +29,9 @@ class JobRecovery:
     destination: str
     store: Store
     name: ClassVar[str] = ""
+    reports: JobReports
 
     def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]:
-        raise NotImplementedError
-
-    def own_success(self, job: JobContext) -> SuccessData | None:
         raise NotImplementedError
 
     def cleanup_committed_job(self, job: JobContext) -> None:
@@ -44,7 +43,7 @@ class JobRecovery:
     def kept_on_abort(self, job: JobContext) -> bool:
         """Abort, after a commit began: did that commit finish (its ``_SUCCESS``)? Then
         its output stays and only the job's state is deleted (said in the log)."""
-        if self.own_success(job) is None:
+        if self.reports.own_success(job) is None:
             return False
         self.logger(job).info("abort: the job's commit finished (its _SUCCESS is in %s): its "
                               "output stays, only its temporary state is deleted", self.destination)
@@ -144,7 +143,7 @@ class JobRecovery:
         """What the state of job ``job_id`` says (``outcommit jobs``; :func:`.jobstate.status`)."""
         job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
         return jobstate.status(self.job_evidence(job), job, attempts,
-                               lambda: self.own_success(job) is not None)
+                               lambda: self.reports.own_success(job) is not None)
 
     def delete_foreign_state(self, job_id: str) -> None:
         """Delete the directory of "job" ``job_id``, state that holds no file outcommit
@@ -196,7 +195,7 @@ class JobRecovery:
     def finished_commit(self, job: JobContext) -> SuccessData | None:
         """The job's own ``_SUCCESS`` report, once its leftover state is deleted; None if
         no ``_SUCCESS`` names the job."""
-        done = self.own_success(job)
+        done = self.reports.own_success(job)
         if done is not None:
             self.logger(job).info("job already committed: returning its _SUCCESS report")
             self.cleanup_committed_job(job)
@@ -215,7 +214,8 @@ class JobRecovery:
         evidence = self.job_evidence(job)
         state = [] if evidence is None else [evidence.store.url(f.path)
                                              for f in evidence.store.list_files(evidence.root)]
-        published = [] if self.own_success(job) is not None else self.published_by_interrupted_commit(job)
+        published = ([] if self.reports.own_success(job) is not None
+                     else self.published_by_interrupted_commit(job))
         return AbortPreview(state, [self.store.url(p) for p in published], self.own_pending_uploads(job))
 
     def published_by_interrupted_commit(self, job: JobContext) -> list[str]:

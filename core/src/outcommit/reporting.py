@@ -1,10 +1,12 @@
 """What a job commit reports: ``_SUCCESS`` (its point of no return) and its success=false
 twin, the summary report saved beside them, and the statistics both carry.
 
-:class:`JobReporting` is a base of ``Committer``: every committer reports the same way.
-Its own module because the report is what a job commit leaves for readers and operators,
-apart from how the commit publishes: which requests it counts, what it says of the choices
-behind the job, and how a report that cannot be saved never hides the commit's outcome.
+:class:`JobReports` is an object each committer owns (``committer.reports``) and calls:
+every committer reports the same way; one that reports differently installs a subclass
+(the manifest committer's reads Hadoop's report directory first). Its own module because
+the report is what a job commit leaves for readers and operators, apart from how the
+commit publishes: which requests it counts, what it says of the choices behind the job,
+and how a report that cannot be saved never hides the commit's outcome.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from . import iostats
 from .config import Config
@@ -30,23 +32,48 @@ class ReportStores(Protocol):
     def open_store(self, url: str, config: Config) -> Store: ...
 
 
-class JobReporting:
-    """The reporting part of ``Committer`` (which supplies what is declared here)."""
+class Reported(Protocol):
+    """What the report reads of the committer whose jobs it reports (``Committer``): read
+    when a report is written, as an engine may set the conflict mode or selection late."""
 
-    name: ClassVar[str] = ""
-    destination: str
-    dest: str
-    store: Store
-    config: Config
-    selection: str
-    conflict_mode: str
-    conflict_source: str
-    _engine_metrics: dict[str, int]
-    _io_baseline: dict[str, int]
+    @property
+    def name(self) -> str: ...
+    @property
+    def destination(self) -> str: ...
+    @property
+    def dest(self) -> str: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def selection(self) -> str: ...
+    @property
+    def conflict_mode(self) -> str: ...
+    @property
+    def conflict_source(self) -> str: ...
 
-    if TYPE_CHECKING:
-        def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]: ...
-        def installed(self, needed_by: str) -> ReportStores: ...
+    def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]: ...
+    def installed(self, needed_by: str) -> ReportStores: ...
+
+
+class JobReports:
+    """The reports of one committer's jobs: ``_SUCCESS``, the summary report, their
+    statistics. Holds the engines' metrics and the store's request counters at the start
+    of the job commit, the two things a report adds up."""
+
+    def __init__(self, committer: Reported) -> None:
+        self.committer = committer
+        self._engine_metrics: dict[str, int] = {}
+        self._io_baseline: dict[str, int] = {}
+
+    @property
+    def store(self) -> Store:
+        return self.committer.store
+
+    @property
+    def config(self) -> Config:
+        return self.committer.config
 
     def commit_started(self) -> float:
         """Call first in ``commit_job``: the monotonic start, and the store's request
@@ -84,8 +111,9 @@ class JobReporting:
 
     def diagnostics(self) -> dict[str, str]:
         """What ``_SUCCESS`` says of the choices behind the job (Hadoop's diagnostics map)."""
-        return {"destination": self.destination, "selection": self.selection,
-                "conflict-mode": self.conflict_mode, "conflict-mode.source": self.conflict_source}
+        c = self.committer
+        return {"destination": c.destination, "selection": c.selection,
+                "conflict-mode": c.conflict_mode, "conflict-mode.source": c.conflict_source}
 
     def write_success(self, job: JobContext, files: Iterable[str],
                       metrics: Mapping[str, int] | None = None,
@@ -94,27 +122,27 @@ class JobReporting:
         INFO line with the counts; the metrics and diagnostics at DEBUG."""
         all_metrics = {**self._engine_metrics, **(metrics or {})}
         summary = SuccessData.build(
-            committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
+            committer=self.committer.name, job_id=job.job_id, job_id_source=job.job_id_source,
             files=files, metrics=all_metrics, diagnostics={**self.diagnostics(), **(diagnostics or {})},
-            description=f"Job commit of {job.job_id} attempt {job.attempt} by {self.name}")
+            description=f"Job commit of {job.job_id} attempt {job.attempt} by {self.committer.name}")
         summary.iostatistics = self.job_iostatistics(summary.metrics)
         summary.iostatistics["counters"][iostats.JOBS_COMPLETED] = 1
         if self.success_enabled():
             try:
-                self.store.save_json(self.store.join(self.dest, SUCCESS_FILE), summary.to_dict())
+                self.store.save_json(self.store.join(self.committer.dest, SUCCESS_FILE), summary.to_dict())
             except Exception:
                 # A write that took effect and then failed (a lost response): the commit
                 # point is passed, and failing the job now would make its engine retry a
                 # committed job. The store's evidence decides, as for renames.
                 if self.own_success(job) is None:
                     raise
-                self.logger(job).warning("writing _SUCCESS reported a failure, but it is there: "
+                self.committer.logger(job).warning("writing _SUCCESS reported a failure, but it is there: "
                                          "the job committed", exc_info=True)
         self.save_summary_report(job, summary)
-        log = self.logger(job)
+        log = self.committer.logger(job)
         counts = summary.metrics
         size = counts.get("bytes.committed", counts.get("bytes.written"))
-        log.info("committed job to %s: %d files%s from %d tasks in %.1f s", self.destination,
+        log.info("committed job to %s: %d files%s from %d tasks in %.1f s", self.committer.destination,
                  counts.get("files.committed", len(summary.filenames)),
                  f", {size} bytes" if size is not None else "", counts.get("tasks.committed", 0),
                  counts.get("commit.duration.ms", 0) / 1000)
@@ -134,7 +162,7 @@ class JobReporting:
         if not self.success_enabled():
             return None
         try:
-            report = load_success(self.store, self.store.join(self.dest, SUCCESS_FILE))
+            report = load_success(self.store, self.store.join(self.committer.dest, SUCCESS_FILE))
         except (FileNotFoundError, CorruptFileError):
             return None
         return report if report.success is True and report.jobId == job.job_id else None
@@ -149,11 +177,11 @@ class JobReporting:
         if not report_dir:
             return
         try:
-            store = self.installed("a summary report directory").open_store(report_dir, self.config)
+            store = self.committer.installed("a summary report directory").open_store(report_dir, self.config)
             path = store.join(store.strip(report_dir), f"summary-{job.job_id}-{job.attempt}.json")
             store.save_json(path, summary.to_dict())
         except Exception:  # the report must never hide the commit's own outcome
-            self.logger(job).warning("could not save summary report to %s", report_dir,
+            self.committer.logger(job).warning("could not save summary report to %s", report_dir,
                                      exc_info=True)
 
     def failed_commit(self, job: JobContext, exc: BaseException, started: float,
@@ -161,16 +189,16 @@ class JobReporting:
                       metrics: Mapping[str, int] | None = None) -> JobCommitError:
         """Build the success=false report for a failed job commit and the error to raise."""
         summary = SuccessData.build(
-            committer=self.name, job_id=job.job_id, job_id_source=job.job_id_source,
+            committer=self.committer.name, job_id=job.job_id, job_id_source=job.job_id_source,
             files=files, metrics={**(metrics or {}),
                                   "commit.duration.ms": int((time.monotonic() - started) * 1000)},
             diagnostics={**self.diagnostics(), "exception": f"{type(exc).__name__}: {exc}"},
-            success=False, description=f"Failed job commit of {job.job_id} by {self.name}")
+            success=False, description=f"Failed job commit of {job.job_id} by {self.committer.name}")
         summary.iostatistics = self.job_iostatistics(summary.metrics)
         summary.iostatistics["counters"]["committer_jobs_failed"] = 1
         self.save_summary_report(job, summary)
-        self.logger(job).error("job commit failed: %s", exc)
-        return JobCommitError(f"job commit of {job.job_id} to {self.destination} failed: {exc}",
+        self.committer.logger(job).error("job commit failed: %s", exc)
+        return JobCommitError(f"job commit of {job.job_id} to {self.committer.destination} failed: {exc}",
                               summary)
 
     def check_summary_report_dir(self) -> None:
@@ -179,4 +207,4 @@ class JobReporting:
         cleanups never write the report, and must not need its plugin."""
         report_dir = self.summary_report_dir()
         if report_dir:
-            self.installed("a summary report directory").check_store(report_dir)
+            self.committer.installed("a summary report directory").check_store(report_dir)

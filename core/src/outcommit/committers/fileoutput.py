@@ -91,7 +91,7 @@ class FileOutputCommitter(JobDirectoryCommitter):
 
     def _success(self, job: JobContext, files: Sequence[str], started: float,
                  tasks: int, extra: Mapping[str, int] | None = None) -> SuccessData:
-        return self.write_success(job, files, metrics={
+        return self.reports.write_success(job, files, metrics={
             "tasks.committed": tasks,
             "commit.duration.ms": int((time.monotonic() - started) * 1000),
             **(extra or {}),
@@ -208,7 +208,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = self.commit_started()
+        started = self.reports.commit_started()
         log = self.logger(job)
         attempt_dir = self.job_attempt_dir(job)
         files: list[str] = []
@@ -246,7 +246,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
                 progress.close()
             summary = self._success(job, files, started, len(task_dirs))
         except Exception as exc:
-            raise self.failed_commit(job, exc, started, files) from exc
+            raise self.reports.failed_commit(job, exc, started, files) from exc
         self.end_job_and_delete_state(job)
         return summary
 
@@ -339,7 +339,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = self.commit_started()
+        started = self.reports.commit_started()
         files: list[str] = []
         try:
             # Repeatable, as Hadoop requires of v2: the job's own report means it is done. A
@@ -356,7 +356,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
             self._check_published(messages)
             summary = self._success(job, files, started, len(messages))
         except Exception as exc:
-            raise self.failed_commit(job, exc, started, files) from exc
+            raise self.reports.failed_commit(job, exc, started, files) from exc
         self.end_job_and_delete_state(job)
         return summary
 

@@ -265,7 +265,7 @@ class LocalDriver:
             stats = {"rows": sum(r.rows for r in results.values()),
                      "files": sum(r.files for r in results.values()),
                      "bytes": sum(r.bytes for r in results.values())}
-            committer.add_metrics({f"{k}.written": v for k, v in stats.items()})
+            committer.reports.add_metrics({f"{k}.written": v for k, v in stats.items()})
             summary = committer.commit_job(job, messages)
         except BaseException:
             self.progress(f"job {job.job_id} failed: aborting")

@@ -261,9 +261,7 @@ class OutcommitWriter(DataSourceArrowWriter):
                  "spark.task.peak-rss.max": max((m.peak_rss for m in accepted), default=0),
                  "spark.tasks": len(messages),
                  "spark.task.retries": sum(1 for m in accepted if m.attempt > 0)}
-        add_metrics = getattr(committer, "add_metrics", None)
-        if add_metrics is not None:
-            add_metrics(stats)
+        committer.reports.add_metrics(stats)
         accepted.sort(key=lambda m: m.task_index)
         try:
             on_driver = commit_accepted_attempts(

@@ -242,8 +242,9 @@ class StreamingSink:
         self.log.save_job_files(record)
         try:
             messages = job_messages(committer, job, attempts)
-            committer.add_metrics({"rows.written": sum(a.rows for a in attempts), "files.written": len(files),
-                                   "bytes.written": sum(a.bytes for a in attempts)})
+            committer.reports.add_metrics({"rows.written": sum(a.rows for a in attempts),
+                                           "files.written": len(files),
+                                           "bytes.written": sum(a.bytes for a in attempts)})
             summary = committer.commit_job(job, messages)
         except Exception as exc:
             # Its job aborted under it ("not active") is how a rollback by another run shows here.

@@ -9,7 +9,7 @@ so here, and the stages' module holds only the stages, in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +19,7 @@ from outcommit.config import Config
 from outcommit.context import JobContext
 from outcommit.errors import CommitError, CorruptCommitDataError, CorruptFileError, JobCommitError
 from outcommit.multipart import MultipartUploads
+from outcommit.reporting import JobReports
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
@@ -40,6 +41,7 @@ class Committing(cleanup.Ending, fanout.FanningOut, Protocol):
     config: Config
     threads: int
     conflict_mode: str
+    reports: JobReports
 
     @property
     def meta(self) -> Store: ...
@@ -59,12 +61,6 @@ class Committing(cleanup.Ending, fanout.FanningOut, Protocol):
     def abort_began_any_attempt(self, job: JobContext) -> bool: ...
     def sweep(self, job: JobContext, running: AbstractSet[tuple[str, str]] = frozenset(),
               started: datetime | None = None) -> Sweep: ...
-    def write_success(self, job: JobContext, files: Iterable[str],
-                      metrics: Mapping[str, int] | None = None,
-                      diagnostics: Mapping[str, str] | None = None) -> SuccessData: ...
-    def failed_commit(self, job: JobContext, exc: BaseException, started: float,
-                      files: Iterable[str] = (),
-                      metrics: Mapping[str, int] | None = None) -> JobCommitError: ...
 
 
 @dataclass(frozen=True)
@@ -86,7 +82,7 @@ class JobCommit:
     def failed(self, exc: Exception, commits: JobCommits | None) -> JobCommitError:
         """The error a failed job commit raises, with its success=false report."""
         store = self.committer.store
-        failed = self.committer.failed_commit(self.job, exc, self.started,
+        failed = self.committer.reports.failed_commit(self.job, exc, self.started,
                                               (store.url(c.path) for c in commits or ()))
         if isinstance(exc, CorruptFileError):
             return CorruptCommitDataError(str(failed), failed.summary, exc)

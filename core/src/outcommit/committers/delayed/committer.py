@@ -123,7 +123,7 @@ class DelayedCompletionCommitter(Committer):
 
     # -- job lifecycle ------------------------------------------------------------------------------
     def setup_job(self, job: JobContext) -> None:
-        self.check_summary_report_dir()
+        self.reports.check_summary_report_dir()
         if self.conflict_scope == "destination" and not self._commit_began_before(job):
             self.check_destination_free_of_others(job)
         layout = self.layout(job)
@@ -273,7 +273,7 @@ class DelayedCompletionCommitter(Committer):
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
         """Job commit, stage by stage (:mod:`.jobcommit` says what each does and what overlaps)."""
-        run = jobcommit.JobCommit.of(self, job, self.commit_started())
+        run = jobcommit.JobCommit.of(self, job, self.reports.commit_started())
         opened = jobcommit.open_commit(run, messages)
         if isinstance(opened, SuccessData):
             return opened  # a finished commit, repeated: its report

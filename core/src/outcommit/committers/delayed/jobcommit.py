@@ -276,7 +276,7 @@ def report(run: JobCommit, commits: JobCommits, removed: int, completed: Complet
     if state != "done":  # what the sweep did not abort: the job's own, then what is left
         abort_own_leftovers(run)
         metrics = {"uploads.pending.remaining": pending_remaining(run, state)}
-    return c.write_success(
+    return c.reports.write_success(
         run.job, (c.store.url(commit.path) for commit in commits),
         metrics={"tasks.committed": commits.tasks, "bytes.committed": commits.length,
                  "conflict.deleted": removed, **metrics,

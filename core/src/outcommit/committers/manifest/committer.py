@@ -33,6 +33,7 @@ from ...context import JobContext, TaskAttemptContext
 from ...errors import JobCommitError, TaskCommitError
 from ...jobdir import JobDirectoryCommitter
 from ...progress import Progress
+from ...reporting import JobReports
 from ...retry import RetryPolicy
 from ...store import FileInfo, Store
 from ...success import SuccessData
@@ -68,6 +69,15 @@ CONFIG_KEYS: dict[str, str] = {
                  "(default: outcommit.retry.backoff-ms)",
 }
 
+class ManifestReports(JobReports):
+    """The manifest committer's reports: saved where Hadoop's manifest committer saves
+    them, when that is set."""
+
+    def summary_report_dir(self) -> str | None:
+        """Hadoop's manifest report directory first, then the core one."""
+        return self.config.get_str(REPORT_DIR_KEY) or super().summary_report_dir()
+
+
 class ManifestCommitter(JobDirectoryCommitter):
     """Hadoop's manifest committer: manifests at task commit, parallel file renames at job commit."""
 
@@ -87,6 +97,7 @@ class ManifestCommitter(JobDirectoryCommitter):
 
     def __init__(self, destination: str, store: Store, config: Config | None = None) -> None:
         super().__init__(destination, store, config)
+        self.reports = ManifestReports(self)
         self.validate_output = self.config.get_bool(VALIDATE_KEY, False)
         self.delete_target_files = self.config.get_bool(DELETE_TARGET_KEY, False)
         self.retry = RetryPolicy.from_config(self.config, ATTEMPTS_KEY, BACKOFF_KEY)
@@ -196,7 +207,7 @@ class ManifestCommitter(JobDirectoryCommitter):
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
-        started = self.commit_started()
+        started = self.reports.commit_started()
         log = self.logger(job)
         stats = Stats()
         cfg = self.stage_config(stats, job)
@@ -224,10 +235,10 @@ class ManifestCommitter(JobDirectoryCommitter):
             metrics = {"tasks.committed": tasks, "bytes.committed": sum(f.size for f in files),
                        "commit.threads": self.threads, **stats.counts,
                        "commit.duration.ms": int((time.monotonic() - started) * 1000)}
-            summary = self.write_success(job, [self.store.url(f.dest) for f in files], metrics,
+            summary = self.reports.write_success(job, [self.store.url(f.dest) for f in files], metrics,
                                          {"validated": str(self.validate_output).lower()})
         except Exception as exc:
-            raise self.failed_commit(job, exc, started, [self.store.url(f.dest) for f in files],
+            raise self.reports.failed_commit(job, exc, started, [self.store.url(f.dest) for f in files],
                                      dict(stats.counts)) from exc
         with stats.stage("cleanup"):
             self.end_job_and_delete_state(job)
@@ -287,7 +298,3 @@ class ManifestCommitter(JobDirectoryCommitter):
             strip=self.store.strip,
             attempt_dir_of=lambda attempt_id, n: self.store.join(
                 self.tasks_dir(job, n), attempt_id))
-
-    def summary_report_dir(self) -> str | None:
-        """Hadoop's manifest report directory first, then the core one."""
-        return self.config.get_str(REPORT_DIR_KEY) or super().summary_report_dir()
