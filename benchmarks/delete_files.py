@@ -6,7 +6,7 @@
 A ``replace`` job commit deletes the files already in its destination before the first
 completion (every second of it is job commit): the delayed committers through
 ``Store.delete_files`` (which also deletes a magic task's ``.pending`` files, and on S3 the
-job's state), the rename committers through ``Committer.replace_destination``:
+job's state), the rename committers through ``conflictmodes.replace_destination``:
 
 * S3 (the moto server, in another process, over HTTP): one DeleteObjects per 1,000 keys,
   sent one after another. Every HTTP request is metered by botocore hooks and priced on
@@ -37,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import outcommit
-from outcommit import JobContext
+from outcommit import JobContext, conflictmodes
 from outcommit.testing.faults import stop_process
 from outcommit_devtools.costmodel import CostModel, Meter, MeteredStore, attach_botocore
 from s3_commit_scale import BUCKET, start_moto_process
@@ -113,7 +113,7 @@ def replace_case(partitions: int, model: CostModel) -> dict[str, Any]:
         committer = outcommit.create_committer(dest, {"outcommit.committer.conflict-mode": "replace",
                                                       **serial}, "manifest", store=store)
         with meter.measure():
-            committer.replace_destination(JobContext(dest))
+            conflictmodes.replace_destination(committer, JobContext(dest))
         assert not inner.list_files(root)
         rows[name] = figures(meter)
         rows["parallelism"] = committer.threads

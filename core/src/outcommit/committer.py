@@ -4,8 +4,8 @@
 committer needs (``requires``, ``made_for``) and how a plugin registers one
 (:class:`CommitterSpec`). What every committer shares beyond that lives beside it, in
 helpers it calls: the report (:mod:`.reporting`, the object ``committer.reports``), the
-conflict modes (:mod:`.conflictmodes`), recovery and what ``outcommit jobs`` reads
-(:mod:`.recovery`).
+conflict modes (:mod:`.conflictmodes`, functions of the committer), recovery and what
+``outcommit jobs`` reads (:mod:`.recovery`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from . import capabilities as caps
 from . import conflictmodes, progress
 from .capabilities import Capabilities
 from .config import Config
-from .conflictmodes import ConflictHandling
 from .context import JobContext, TaskAttemptContext
 from .errors import ConfigError
 from .jobstate import ABORT_NOTE, JOB_MARKER, JobEvidence, attempts_in
@@ -67,12 +66,13 @@ class Components(Protocol):
         """Committer ``name`` for ``destination``, made again (in another process)."""
 
 
-class Committer(ConflictHandling, JobRecovery):
+class Committer(JobRecovery):
     """Base of every committer: one instance is bound to one destination.
 
     Subclasses implement the protocol calls; the base class holds the destination, the
     store, configuration and logging; ``reports`` writes ``_SUCCESS`` and the summary
-    report; its bases the shared helpers (conflict modes, recovery).
+    report; the conflict modes are functions it calls (:mod:`.conflictmodes`); its base
+    the shared recovery.
     """
 
     name: ClassVar[str] = ""

@@ -4,9 +4,10 @@
 never data and are never deleted, also inside a data directory (a nested job's).
 
 Functions of the store and the destination (a store path; ``destination``: its URL, for
-messages), used by every committer through :class:`ConflictHandling`, a base of
-``Committer`` (``check_destination_free``, ``replace_destination``), and, per partition,
-the delayed family's.
+messages), used per partition by the delayed family; and, on a committer's whole
+destination, the functions every committer calls with itself
+(``conflictmodes.replace_destination(self, job)``: :func:`check_destination_free`,
+:func:`check_destination_free_of_others`, :func:`replace_destination`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .context import JobContext
 from .errors import DestinationExistsError
@@ -109,38 +110,46 @@ def data_by_directory(store: Store, dest: str) -> tuple[dict[str, list[str]], se
     return data, holding
 
 
-class ConflictHandling:
-    """The conflict modes as ``Committer`` applies them to its destination (a base of
-    it, which supplies what is declared here)."""
+class Destined(Protocol):
+    """What the conflict modes read of the committer whose destination they apply to
+    (``Committer``)."""
 
-    destination: str
-    dest: str
-    store: Store
-    threads: int
-    conflict_mode: str
-    reports: JobReports
+    @property
+    def destination(self) -> str: ...
+    @property
+    def dest(self) -> str: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def conflict_mode(self) -> str: ...
+    @property
+    def reports(self) -> JobReports: ...
 
-    if TYPE_CHECKING:
-        def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]: ...
+    def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]: ...
 
-    def check_destination_free(self, paths: Iterable[str] | None = None) -> None:
-        """Conflict mode ``fail``: refuse when the destination (or ``paths``) hold data."""
-        if self.conflict_mode == "fail":
-            refuse_data(self.store, self.dest, self.destination, paths)
 
-    def check_destination_free_of_others(self, job: JobContext) -> None:
-        """:meth:`check_destination_free`, except that the output of this job's finished
-        commit (its ``_SUCCESS`` says so) is no conflict: a later attempt meets it."""
-        try:
-            self.check_destination_free()
-        except DestinationExistsError:
-            if self.reports.own_success(job) is None:
-                raise
+def check_destination_free(committer: Destined, paths: Iterable[str] | None = None) -> None:
+    """Conflict mode ``fail``: refuse when the committer's destination (or ``paths``) hold data."""
+    if committer.conflict_mode == "fail":
+        refuse_data(committer.store, committer.dest, committer.destination, paths)
 
-    def replace_destination(self, job: JobContext) -> int:
-        """Conflict mode ``replace``: delete the destination's data, what readers see
-        (:func:`replace`); the entries deleted."""
-        removed = replace(self.store, self.dest, self.threads)
-        if removed:
-            self.logger(job).info("replace: deleted %d entries of %s", removed, self.destination)
-        return removed
+
+def check_destination_free_of_others(committer: Destined, job: JobContext) -> None:
+    """:func:`check_destination_free`, except that the output of this job's finished
+    commit (its ``_SUCCESS`` says so) is no conflict: a later attempt meets it."""
+    try:
+        check_destination_free(committer)
+    except DestinationExistsError:
+        if committer.reports.own_success(job) is None:
+            raise
+
+
+def replace_destination(committer: Destined, job: JobContext) -> int:
+    """Conflict mode ``replace``: delete the committer's destination's data, what readers
+    see (:func:`replace`); the entries deleted."""
+    removed = replace(committer.store, committer.dest, committer.threads)
+    if removed:
+        committer.logger(job).info("replace: deleted %d entries of %s", removed, committer.destination)
+    return removed

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
+from . import conflictmodes
 from .committer import TEMPORARY_DIR, Committer
 from .committers import journal
 from .context import JobContext, TaskAttemptContext
@@ -41,7 +42,7 @@ class JobDirectoryCommitter(Committer):
         the job's own files there.
         """
         if not journal.exists(self.store, self.job_dir(job.job_id)):
-            self.check_destination_free_of_others(job)
+            conflictmodes.check_destination_free_of_others(self, job)
 
     # -- the publish journal (rename committers) --------------------------------------
     def load_journal(self, job: JobContext) -> journal.Journal | None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import capabilities as caps
+from .. import conflictmodes
 from ..capabilities import Capabilities
 from ..committer import TEMPORARY_DIR, is_hidden, relative_to
 from ..context import JobContext, TaskAttemptContext
@@ -224,9 +225,9 @@ class FileOutputCommitterV1(FileOutputCommitter):
             if published is None:
                 # Conflict handling runs once per job: a resumed commit must not refuse or
                 # delete the files an earlier try already moved.
-                self.check_destination_free()
+                conflictmodes.check_destination_free(self)
                 if self.conflict_mode == "replace":
-                    self.replace_destination(job)
+                    conflictmodes.replace_destination(self, job)
                 published = self.save_journal(job, journal.entries_from(waiting))
             else:
                 self.refuse_resume_if_aborted(job)
@@ -267,7 +268,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
         super().setup_job(job)
         if self.conflict_mode == "replace":
             # v2 publishes at task commit: the old data has to go before any task commits.
-            self.replace_destination(job)
+            conflictmodes.replace_destination(self, job)
 
     def commit_task(self, task: TaskAttemptContext) -> dict[str, Any]:
         self.require_job(task.job, TaskCommitError)

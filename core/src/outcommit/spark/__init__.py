@@ -108,11 +108,12 @@ def save(df: Any, url: str, *, mode: str = "errorifexists", partition_by: str | 
     spark = df.sparkSession
     register(spark)
     if chosen == "ignore":
+        from ..conflictmodes import check_destination_free
         from ..factory import create_committer
 
         plan = build_plan({**settings, "path": url}, False, session_config(dict(spark.conf.getAll)))
         try:
-            create_committer(plan.destination, plan.config, plan.committer).check_destination_free()
+            check_destination_free(create_committer(plan.destination, plan.config, plan.committer))
         except DestinationExistsError:
             return False
     df.write.format(SOURCE_NAME).mode(spark_mode).options(**settings).save(url)

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from outcommit import capabilities as caps
+from outcommit import conflictmodes
 from outcommit.capabilities import Capabilities
 from outcommit.committer import Committer, JobLogger
 from outcommit.context import JobContext, TaskAttemptContext
@@ -125,7 +126,7 @@ class DelayedCompletionCommitter(Committer):
     def setup_job(self, job: JobContext) -> None:
         self.reports.check_summary_report_dir()
         if self.conflict_scope == "destination" and not self._commit_began_before(job):
-            self.check_destination_free_of_others(job)
+            conflictmodes.check_destination_free_of_others(self, job)
         layout = self.layout(job)
         self.meta.save_json(layout.marker(job), {"jobId": job.job_id, "jobAttempt": job.attempt,
                                                  "committer": self.name, "destination": self.destination})

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 from ... import capabilities as caps
+from ... import conflictmodes
 from ...capabilities import Capabilities
 from ...committer import relative_to
 from ...config import Config
@@ -275,9 +276,9 @@ class ManifestCommitter(JobDirectoryCommitter):
     def _resolve_conflicts(self, job: JobContext, files: Sequence[CheckedFile]) -> None:
         """The conflict mode, then the journal of what the renames will publish. Once per
         job: a resumed commit must not delete its own output."""
-        self.check_destination_free()
+        conflictmodes.check_destination_free(self)
         if self.conflict_mode == "replace":
-            self.replace_destination(job)
+            conflictmodes.replace_destination(self, job)
         self.save_journal(job, [journal.Entry(f.source, f.dest, f.size, f.etag) for f in files])
 
     def _source_roots(self, job: JobContext, files: Sequence[CheckedFile]) -> set[str]:
