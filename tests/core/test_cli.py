@@ -231,7 +231,7 @@ def test_jobs_abort_refuses_a_job_whose_commit_may_have_finished(tmp_path, capsy
     assert visible_files(inner, inner.strip(dest)) == {"a.txt": b"a.txt", "b.txt": b"b.txt"}
     assert main(["jobs", "abort", dest, job_live.job_id, "--committer", "v1", "--force",
                  "--interrupted"]) == 0
-    assert list(live.leftover_jobs()) == [job_a.job_id]
+    assert list(live.recovery.state.leftover_jobs()) == [job_a.job_id]
 
 
 def test_jobs_abort_of_a_committed_job_keeps_its_output(tmp_path, capsys) -> None:
@@ -248,7 +248,7 @@ def test_jobs_abort_of_a_committed_job_keeps_its_output(tmp_path, capsys) -> Non
     assert "(committed)" in capsys.readouterr().out
     assert main(["jobs", "abort", dest, job.job_id, "--committer", "v1", "--force"]) == 0
     assert visible_files(inner, inner.strip(dest)) == {"a.txt": b"a.txt"}
-    assert outcommit.create_committer(dest, committer="v1").leftover_jobs() == {}
+    assert outcommit.create_committer(dest, committer="v1").recovery.state.leftover_jobs() == {}
 
 
 def test_jobs_acts_on_a_job_through_the_committer_that_made_it(tmp_path, capsys) -> None:

@@ -10,6 +10,7 @@ import pytest
 import outcommit
 from outcommit import JobContext
 from outcommit.errors import DestinationExistsError
+from outcommit.recovery import AbortPreview
 from outcommit.success import SUCCESS_FILE
 from outcommit.testing.conformance import visible_files
 from outcommit.testing.faults import Fault, FaultInjectingStore
@@ -38,7 +39,7 @@ def _interrupted(dest: str, name: str = "v1") -> tuple[Any, JobContext]:
     no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
     with pytest.raises(outcommit.JobCommitError):
         commit(dest, name, store=no_success)
-    (job_id,) = outcommit.create_committer(dest, {}, name).leftover_jobs()
+    (job_id,) = outcommit.create_committer(dest, {}, name).recovery.state.leftover_jobs()
     return inner, JobContext(dest, job_id=job_id)
 
 
@@ -105,12 +106,12 @@ def test_an_abort_that_cannot_read_success_keeps_the_jobs_state(dest: str, name:
     first.cleanup_job(job)
     assert unreadable.faults[0].fired >= 1
     assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
-    assert list(first.leftover_jobs()) == [job_id]
+    assert list(first.recovery.state.leftover_jobs()) == [job_id]
     second = outcommit.create_committer(dest, {}, name)
     second.abort_job(job)
     second.cleanup_job(job)
     assert visible_files(inner, inner.strip(dest)) == {}
-    assert second.leftover_jobs() == {}
+    assert second.recovery.state.leftover_jobs() == {}
 
 
 def test_cleanup_of_a_job_an_engine_committed_deletes_its_state(dest: str) -> None:
@@ -120,9 +121,9 @@ def test_cleanup_of_a_job_an_engine_committed_deletes_its_state(dest: str) -> No
     committer = outcommit.create_committer(dest, {}, "v1")
     job_id = job.job_id
     committer.cleanup_job(job)
-    assert list(committer.leftover_jobs()) == [job_id]
-    committer.cleanup_committed_job(job)
-    assert committer.leftover_jobs() == {}
+    assert list(committer.recovery.state.leftover_jobs()) == [job_id]
+    committer.recovery.state.cleanup_committed_job(job)
+    assert committer.recovery.state.leftover_jobs() == {}
     assert visible_files(inner, inner.strip(dest)) == {"part-0.txt": b"data"}
 
 
@@ -136,11 +137,11 @@ def test_a_later_attempt_set_up_after_a_kept_abort_is_live(dest: str) -> None:
     first = outcommit.create_committer(dest, {}, "v1", store=refusing)
     job_id = job.job_id
     first.abort_job(job)
-    assert first.job_status(job_id, [0]) == "abort-kept"
+    assert first.recovery.job_status(job_id, [0]) == "abort-kept"
     later = job.next_attempt()
     again = outcommit.create_committer(dest, {}, "v1")
     again.setup_job(later)
-    assert again.job_status(job_id, again.leftover_jobs()[job_id]) == "live"
+    assert again.recovery.job_status(job_id, again.recovery.state.leftover_jobs()[job_id]) == "live"
 
 
 class _Killed(BaseException):
@@ -164,11 +165,11 @@ def test_an_abort_killed_midway_is_never_resumed_as_a_commit(dest: str, name: st
     with pytest.raises(outcommit.JobCommitError, match=r"is not active|was aborted"):
         again.commit_job(job)
     assert again.reports.own_success(job) is None
-    assert again.job_status(job_id, [0]) == "abort-kept"  # its markers went before the rollback
+    assert again.recovery.job_status(job_id, [0]) == "abort-kept"  # its markers went before the rollback
     again.abort_job(job)
     again.cleanup_job(job)
     assert visible_files(inner, inner.strip(dest)) == {}
-    assert again.leftover_jobs() == {}
+    assert again.recovery.state.leftover_jobs() == {}
 
 
 @pytest.mark.parametrize("name", ["v1", "manifest"])
@@ -187,7 +188,7 @@ def test_an_abort_that_keeps_the_state_is_reported_once(dest: str, name: str,
         committer.cleanup_job(job)
     errors = [r for r in caplog.records if r.levelname == "ERROR" and "was not undone" in r.getMessage()]
     assert len(errors) == 1, [r.getMessage() for r in errors]
-    assert list(committer.leftover_jobs()) == [job_id]
+    assert list(committer.recovery.state.leftover_jobs()) == [job_id]
 
 
 def _two_files_interrupted(dest: str, name: str) -> tuple[Any, JobContext]:
@@ -230,7 +231,7 @@ def test_a_later_attempt_never_reports_files_a_killed_abort_removed(dest: str, n
     again.abort_job(later)
     again.cleanup_job(later)
     assert visible_files(inner, inner.strip(dest)) == {}
-    assert again.leftover_jobs() == {}
+    assert again.recovery.state.leftover_jobs() == {}
 
 
 def _v1_job(committer: Any, dest: str,
@@ -309,13 +310,13 @@ def test_an_abort_killed_before_it_ended_the_job_still_stops_a_resume(dest: str,
     killer = FaultInjectingStore(inner, [Fault("delete", path_contains="_job.json", error=_Killed)])
     with pytest.raises(_Killed):
         outcommit.create_committer(dest, {}, name, store=killer).abort_job(job)
-    assert committer.job_status(job_id, [0]) == "live"
+    assert committer.recovery.job_status(job_id, [0]) == "live"
     with pytest.raises(outcommit.JobCommitError, match="was aborted"):
         committer.commit_job(job)
     assert committer.reports.own_success(job) is None
     committer.abort_job(job)
     committer.cleanup_job(job)
-    assert visible_files(inner, inner.strip(dest)) == {} and committer.leftover_jobs() == {}
+    assert visible_files(inner, inner.strip(dest)) == {} and committer.recovery.state.leftover_jobs() == {}
 
 
 def test_a_resume_without_an_abort_checks_no_file(dest: str) -> None:
@@ -332,3 +333,34 @@ def test_a_resume_without_an_abort_checks_no_file(dest: str) -> None:
     assert again.commit_job(job, messages).success
     assert counted.calls["info"] < 10, counted.calls
     assert len(visible_files(inner, inner.strip(dest))) == 40
+
+
+class _Stateless(outcommit.Committer):
+    """A third-party committer made from ``Committer`` directly: it keeps no job state."""
+
+    name = "stateless"
+
+    def __init__(self, destination: str, store: Any) -> None:
+        super().__init__(destination, store)
+        self.cleaned: list[str] = []
+
+    def cleanup_job(self, job: JobContext) -> None:
+        self.cleaned.append(job.job_id)
+
+
+def test_a_committer_that_keeps_no_job_state_answers_recovery_as_the_base_did(dest: str) -> None:
+    """Its recovery reads no state (NoJobState): no leftover jobs, an unknown status, no
+    owner, nothing an abort would remove, nothing written or deleted; its committed job's
+    cleanup is its cleanup_job."""
+    store = outcommit.open_store(dest)
+    committer = _Stateless(dest, store)
+    job, recovery = JobContext(dest), committer.recovery
+    assert recovery.state.leftover_jobs() == {} and recovery.state.job_evidence(job) is None
+    assert recovery.job_status(job.job_id, [0]) == "unknown" and recovery.job_owner(job.job_id) is None
+    assert recovery.abort_preview(job) == AbortPreview([], [], [])
+    assert not recovery.aborted(job) and not recovery.abort_began_any_attempt(job)
+    recovery.begin_abort(job)
+    recovery.delete_foreign_state(job.job_id)
+    assert not store.exists(store.strip(dest))
+    recovery.state.cleanup_committed_job(job)
+    assert committer.cleaned == [job.job_id]

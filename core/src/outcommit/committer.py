@@ -5,7 +5,8 @@ committer needs (``requires``, ``made_for``) and how a plugin registers one
 (:class:`CommitterSpec`). What every committer shares beyond that lives beside it, in
 helpers it calls: the report (:mod:`.reporting`, the object ``committer.reports``), the
 conflict modes (:mod:`.conflictmodes`, functions of the committer), recovery and what
-``outcommit jobs`` reads (:mod:`.recovery`).
+``outcommit jobs`` reads (:mod:`.recovery`, the object ``committer.recovery``, from the
+job state the committer's family keeps).
 """
 
 from __future__ import annotations
@@ -66,13 +67,14 @@ class Components(Protocol):
         """Committer ``name`` for ``destination``, made again (in another process)."""
 
 
-class Committer(JobRecovery):
+class Committer:
     """Base of every committer: one instance is bound to one destination.
 
     Subclasses implement the protocol calls; the base class holds the destination, the
-    store, configuration and logging; ``reports`` writes ``_SUCCESS`` and the summary
-    report; the conflict modes are functions it calls (:mod:`.conflictmodes`); its base
-    the shared recovery.
+    store, configuration and logging. What every committer shares are helpers it calls:
+    ``reports`` (``_SUCCESS``, the summary report), ``recovery`` (abort notes, repeated
+    and interrupted commits, ``outcommit jobs``) and the conflict modes' functions
+    (:mod:`.conflictmodes`).
     """
 
     name: ClassVar[str] = ""
@@ -107,6 +109,9 @@ class Committer(JobRecovery):
         #: ``_SUCCESS``, the summary report and their statistics (a family reporting
         #: differently installs its own after this).
         self.reports = JobReports(self)
+        #: What the job's state tells after a failure; a family keeping job state
+        #: installs one reading it (the default: a committer that keeps none).
+        self.recovery = JobRecovery(self)
         self._check_job_commit_settings()
         # Read by the staging committers only; a bad value fails wherever it is set.
         self.config.get_bool("outcommit.committer.unique-filenames", True)
@@ -178,12 +183,6 @@ class Committer(JobRecovery):
 
     def cleanup_job(self, job: JobContext) -> None:
         raise NotImplementedError
-
-    def cleanup_committed_job(self, job: JobContext) -> None:
-        """``cleanup_job`` of a job that an engine's own commit point says committed
-        (a streaming batch log without ``_SUCCESS``): its state goes, whatever it shows
-        of a job commit that began (``cleanup_job`` would keep that as evidence)."""
-        self.cleanup_job(job)
 
     def recover_task(self, task: TaskAttemptContext) -> bool:
         """Recover a task committed by the previous job attempt. False: nothing to recover."""

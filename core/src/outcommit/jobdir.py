@@ -10,9 +10,12 @@ from collections.abc import Callable, Iterable, Sequence
 from . import conflictmodes
 from .committer import TEMPORARY_DIR, Committer
 from .committers import journal
+from .config import Config
 from .context import JobContext, TaskAttemptContext
 from .errors import CommitError, TaskCommitError
 from .jobstate import ABORT_NOTE, JOB_MARKER, JobEvidence, attempts_in
+from .recovery import JobRecovery
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +26,12 @@ class JobDirectoryCommitter(Committer):
     One directory per job id, so concurrent jobs to one destination never meet. A marker
     file written at job setup and deleted with the job directory lets task and job calls
     refuse to act for a job that was never set up, or is already committed or aborted.
+    The family's job state (:class:`~outcommit.recovery.JobState`) is what its recovery reads.
     """
+
+    def __init__(self, destination: str, store: Store, config: Config | None = None) -> None:
+        super().__init__(destination, store, config)
+        self.recovery = JobRecovery(self, state=self)
 
     def job_dir(self, job_id: str) -> str:
         return self.store.join(self.dest, TEMPORARY_DIR, job_id)
@@ -94,7 +102,7 @@ class JobDirectoryCommitter(Committer):
             interrupted, error = True, exc
         if interrupted:
             self.end_job(job)
-            self.interrupted_commit_kept(job, error, began=began)
+            self.recovery.interrupted_commit_kept(job, error, began=began)
             return
         self.end_job_and_delete_state(job)
 
@@ -187,6 +195,10 @@ class JobDirectoryCommitter(Committer):
         return [entry.dest for entry in published.entries
                 if journal.published_by_us(self.store, entry, sources(entry))]
 
+    def own_pending_uploads(self, job: JobContext) -> list[str]:
+        """None: the family's tasks write whole files, never uploads left pending."""
+        return []
+
     def abort_job(self, job: JobContext) -> None:
         """Remove what an interrupted job commit already published, then the job's state.
 
@@ -198,16 +210,16 @@ class JobDirectoryCommitter(Committer):
         now on stragglers stop), then the rollback: an abort that dies midway leaves a job
         that is over and says it was aborted.
         """
-        self.begin_abort(job)
+        self.recovery.begin_abort(job)
         ended = self.end_job(job)
         try:
             published = self.load_journal(job)
-            if published is not None and not self.kept_on_abort(job):
+            if published is not None and not self.recovery.kept_on_abort(job):
                 removed = journal.rollback(self.store, published, self.journal_sources(job))
                 self.logger(job).warning("abort: removed %d files an interrupted job commit had "
                                          "published to %s", removed, self.destination)
         except Exception as exc:
-            self.interrupted_commit_kept(job, exc, aborted=True)
+            self.recovery.interrupted_commit_kept(job, exc, aborted=True)
             return
         if ended:  # else a straggler may still write: the state stays for another cleanup
             self.delete_ended_state(job)

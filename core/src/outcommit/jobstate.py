@@ -2,7 +2,7 @@
 the note its abort leaves (:data:`ABORT_NOTE`), and what ``outcommit jobs`` reads of them.
 
 Every committer that keeps state says where with :class:`JobEvidence`
-(``Committer.job_evidence``); the functions here read and write the parts all share.
+(``JobState.job_evidence``, :mod:`.recovery`); the functions here read and write the parts all share.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ ABORT_NOTE = "_abort-kept.json"
 
 @dataclass(frozen=True)
 class JobEvidence:
-    """Where a job's state lives and what in it tells its status (``Committer.job_evidence``)."""
+    """Where a job's state lives and what in it tells its status (``JobState.job_evidence``)."""
 
     store: Store
     root: str                                   # the job's directory

@@ -3,8 +3,10 @@ abort note (an abort began, or kept the state as evidence), a commit that began 
 interrupted, a finished commit called again, and what ``outcommit jobs`` reads (the jobs
 left, what aborting one would remove: :class:`AbortPreview`).
 
-:class:`JobRecovery` is a base of ``Committer``: every committer answers these the same
-way, from the :class:`~outcommit.jobstate.JobEvidence` it names (``job_evidence``).
+:class:`JobRecovery` is an object each committer owns (``committer.recovery``) and calls:
+every committer answers these the same way, from what its family keeps of a job, the
+:class:`JobState` it hands over (``JobDirectoryCommitter`` and the delayed family are their
+own; a committer that keeps none gets :class:`NoJobState`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Protocol
 
 from . import jobstate
 from .context import JobContext
@@ -23,30 +25,84 @@ from .store import Store
 from .success import SuccessData
 
 
-class JobRecovery:
-    """The recovery half of ``Committer`` (which supplies what is declared here)."""
+class JobState(Protocol):
+    """What a committer family keeps of a job, as recovery reads it."""
 
-    destination: str
-    store: Store
-    name: ClassVar[str] = ""
-    reports: JobReports
-
-    def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]:
-        raise NotImplementedError
+    def job_evidence(self, job: JobContext) -> JobEvidence | None:
+        """Where the job's state says what happened to it (None: the family keeps none)."""
 
     def cleanup_committed_job(self, job: JobContext) -> None:
-        raise NotImplementedError
+        """``cleanup_job`` of a job that an engine's own commit point says committed
+        (a streaming batch log without ``_SUCCESS``): its state goes, whatever it shows
+        of a job commit that began (``cleanup_job`` would keep that as evidence)."""
 
-    def remove_temporary_root(self) -> None:
-        raise NotImplementedError
+    def leftover_jobs(self) -> dict[str, list[int]]:
+        """Jobs whose temporary state is on the store, by job id: the attempts found
+        (``outcommit jobs``: what an interrupted or failed abort left for another)."""
+
+    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
+        """Destination files (store paths) an interrupted commit of ``job`` published, which
+        its abort deletes; read-only."""
+
+    def own_pending_uploads(self, job: JobContext) -> list[str]:
+        """The job's own pending uploads, which its abort aborts (``url upload-id``); read-only."""
+
+
+class Recovered(Protocol):
+    """What recovery reads of the committer whose jobs it recovers (``Committer``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def destination(self) -> str: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def reports(self) -> JobReports: ...
+
+    def logger(self, job: JobContext) -> logging.LoggerAdapter[Any]: ...
+    def remove_temporary_root(self) -> None: ...
+    def cleanup_job(self, job: JobContext) -> None: ...
+
+
+class NoJobState:
+    """The :class:`JobState` of a committer that keeps none (one made from ``Committer``
+    directly): no evidence, no leftover jobs, nothing an abort would remove."""
+
+    def __init__(self, committer: Recovered) -> None:
+        self.committer = committer
+
+    def job_evidence(self, job: JobContext) -> JobEvidence | None:
+        return None
+
+    def cleanup_committed_job(self, job: JobContext) -> None:
+        self.committer.cleanup_job(job)
+
+    def leftover_jobs(self) -> dict[str, list[int]]:
+        return {}
+
+    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
+        return []
+
+    def own_pending_uploads(self, job: JobContext) -> list[str]:
+        return []
+
+
+class JobRecovery:
+    """Recovery of one committer's jobs, from the state its family keeps (``state``)."""
+
+    def __init__(self, committer: Recovered, state: JobState | None = None) -> None:
+        self.committer = committer
+        self.state: JobState = state if state is not None else NoJobState(committer)
 
     def kept_on_abort(self, job: JobContext) -> bool:
         """Abort, after a commit began: did that commit finish (its ``_SUCCESS``)? Then
         its output stays and only the job's state is deleted (said in the log)."""
-        if self.reports.own_success(job) is None:
+        if self.committer.reports.own_success(job) is None:
             return False
-        self.logger(job).info("abort: the job's commit finished (its _SUCCESS is in %s): its "
-                              "output stays, only its temporary state is deleted", self.destination)
+        self.committer.logger(job).info("abort: the job's commit finished (its _SUCCESS is in %s): its "
+                                        "output stays, only its temporary state is deleted",
+                                        self.committer.destination)
         return True
 
     def begin_abort(self, job: JobContext) -> None:
@@ -55,19 +111,20 @@ class JobRecovery:
         went) then still says that this job attempt was aborted, so no later ``commit_job``
         resumes its commit. The note goes with the state when the abort finishes. Nothing is
         written for a job that has no state. Never raises: it runs on failure paths."""
-        evidence = self.job_evidence(job)
+        evidence = self.state.job_evidence(job)
         if evidence is None:
             return
         try:
             if evidence.store.exists(evidence.root):
                 self._save_abort_note(job, evidence, kept=False)
         except Exception:
-            self.logger(job).warning("could not save %s", evidence.store.url(evidence.note),
-                                     exc_info=True)
+            self.committer.logger(job).warning("could not save %s", evidence.store.url(evidence.note),
+                                               exc_info=True)
 
     def _save_abort_note(self, job: JobContext, evidence: JobEvidence, kept: bool,
                          error: BaseException | None = None) -> None:
-        jobstate.save_abort_note(evidence, job, self.destination, self.name, kept, error)
+        jobstate.save_abort_note(evidence, job, self.committer.destination, self.committer.name, kept,
+                                 error)
 
     def interrupted_commit_kept(self, job: JobContext, error: BaseException | None = None,
                                 aborted: bool = False, began: bool = True) -> None:
@@ -82,34 +139,31 @@ class JobRecovery:
         logs no second error. ``began=False``: the store could not even tell whether a
         commit began (``error``): the state stays all the same, and the log says so.
         """
-        evidence = self.job_evidence(job)
+        evidence = self.state.job_evidence(job)
         state = evidence.store.url(evidence.root) if evidence is not None else "its temporary area"
         if aborted and evidence is not None:
             try:
                 self._save_abort_note(job, evidence, kept=True, error=error)
             except Exception:
-                self.logger(job).warning("could not save %s", evidence.store.url(evidence.note),
-                                         exc_info=True)
+                self.committer.logger(job).warning("could not save %s",
+                                                   evidence.store.url(evidence.note), exc_info=True)
         elif not aborted and evidence is not None and self._kept_by_abort(job):
-            self.logger(job).info("the job's state stays at %s, as its abort said", state)
+            self.committer.logger(job).info("the job's state stays at %s, as its abort said", state)
             return
         because = f" ({type(error).__name__}: {error})" if error is not None else ""
         what = ("the interrupted job commit into %s was not undone%s: files it published may be "
                 "visible" if began else
                 "could not tell whether a job commit into %s began%s: if one did, files it "
                 "published may be visible")
-        self.logger(job).error(
+        c = self.committer
+        c.logger(job).error(
             what + ". The job's state stays at %s: abort job %s again ('outcommit jobs abort %s "
             "%s --committer %s --force', with the job's --conf settings) to remove them",
-            self.destination, because, state, job.job_id, self.destination, job.job_id, self.name)
-
-    def job_evidence(self, job: JobContext) -> JobEvidence | None:
-        """Where the job's state says what happened to it (None: this committer keeps none)."""
-        return None
+            c.destination, because, state, job.job_id, c.destination, job.job_id, c.name)
 
     def _abort_note(self, job: JobContext) -> dict[str, Any] | None:
         """The abort note of this job attempt or a later one (:func:`.jobstate.abort_note`)."""
-        return jobstate.abort_note(self.job_evidence(job), job)
+        return jobstate.abort_note(self.state.job_evidence(job), job)
 
     def aborted(self, job: JobContext) -> bool:
         """Did an abort of this job attempt (or of a later one) begin, and either not
@@ -129,7 +183,7 @@ class JobRecovery:
     def abort_began_any_attempt(self, job: JobContext) -> bool:
         """Is there an abort note of any attempt of the job (an abort began and did not
         finish, or kept the state)? One request, on recovery paths only."""
-        evidence = self.job_evidence(job)
+        evidence = self.state.job_evidence(job)
         return evidence is not None and evidence.store.exists(evidence.note)
 
     def _kept_by_abort(self, job: JobContext) -> bool:
@@ -141,22 +195,22 @@ class JobRecovery:
 
     def job_status(self, job_id: str, attempts: Sequence[int]) -> str:
         """What the state of job ``job_id`` says (``outcommit jobs``; :func:`.jobstate.status`)."""
-        job = JobContext(self.destination, job_id=job_id, attempt=max(attempts, default=0))
-        return jobstate.status(self.job_evidence(job), job, attempts,
-                               lambda: self.reports.own_success(job) is not None)
+        job = JobContext(self.committer.destination, job_id=job_id, attempt=max(attempts, default=0))
+        return jobstate.status(self.state.job_evidence(job), job, attempts,
+                               lambda: self.committer.reports.own_success(job) is not None)
 
     def delete_foreign_state(self, job_id: str) -> None:
         """Delete the directory of "job" ``job_id``, state that holds no file outcommit
         writes (``outcommit jobs abort --foreign``): that directory only, not what its
         writer may have published or left pending elsewhere (nothing tells what that is)."""
-        evidence = self.job_evidence(JobContext(self.destination, job_id=job_id))
+        evidence = self.state.job_evidence(JobContext(self.committer.destination, job_id=job_id))
         if evidence is None:
             return
         if evidence.is_ours():  # checked again: a job may have been set up there meanwhile
             raise CommitError(f"{evidence.store.url(evidence.root)} holds outcommit's state "
                               "now: it is not foreign; list the jobs again")
         evidence.store.delete(evidence.root, recursive=True)
-        self.remove_temporary_root()
+        self.committer.remove_temporary_root()
 
     def job_owner(self, job_id: str) -> str | None:
         """The committer that set job ``job_id`` up, as its markers say
@@ -165,7 +219,8 @@ class JobRecovery:
         ``outcommit jobs`` acts on a job through the committer that made it: ``v1``,
         ``v2`` and ``manifest`` share ``_temporary/`` and misread each other's state (to
         ``v1``, a live ``manifest`` job looked not committed, and was aborted)."""
-        return jobstate.owner(self.job_evidence(JobContext(self.destination, job_id=job_id)))
+        job = JobContext(self.committer.destination, job_id=job_id)
+        return jobstate.owner(self.state.job_evidence(job))
 
     def committed_before(self, job: JobContext, require: Callable[[], object],
                          later_attempts: bool = True) -> SuccessData | None:
@@ -195,42 +250,29 @@ class JobRecovery:
     def finished_commit(self, job: JobContext) -> SuccessData | None:
         """The job's own ``_SUCCESS`` report, once its leftover state is deleted; None if
         no ``_SUCCESS`` names the job."""
-        done = self.reports.own_success(job)
+        done = self.committer.reports.own_success(job)
         if done is not None:
-            self.logger(job).info("job already committed: returning its _SUCCESS report")
-            self.cleanup_committed_job(job)
+            self.committer.logger(job).info("job already committed: returning its _SUCCESS report")
+            self.state.cleanup_committed_job(job)
         return done
-
-    def leftover_jobs(self) -> dict[str, list[int]]:
-        """Jobs whose temporary state is on the store, by job id: the attempts found
-        (``outcommit jobs``: what an interrupted or failed abort left for another)."""
-        return {}
 
     def abort_preview(self, job: JobContext) -> AbortPreview:
         """What aborting ``job`` would remove, read from the store and changing nothing
         (``outcommit jobs abort --dry-run``): its state's files; the destination files its
         interrupted commit published, as its state proves them (none once its ``_SUCCESS``
         says it committed: that output stays); its own pending uploads."""
-        evidence = self.job_evidence(job)
+        evidence = self.state.job_evidence(job)
         state = [] if evidence is None else [evidence.store.url(f.path)
                                              for f in evidence.store.list_files(evidence.root)]
-        published = ([] if self.reports.own_success(job) is not None
-                     else self.published_by_interrupted_commit(job))
-        return AbortPreview(state, [self.store.url(p) for p in published], self.own_pending_uploads(job))
-
-    def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
-        """Destination files (store paths) an interrupted commit of ``job`` published, which
-        its abort deletes; read-only. None known here (a committer that keeps no record)."""
-        return []
-
-    def own_pending_uploads(self, job: JobContext) -> list[str]:
-        """The job's own pending uploads, which its abort aborts (``url upload-id``); read-only."""
-        return []
+        published = ([] if self.committer.reports.own_success(job) is not None
+                     else self.state.published_by_interrupted_commit(job))
+        return AbortPreview(state, [self.committer.store.url(p) for p in published],
+                            self.state.own_pending_uploads(job))
 
 
 @dataclass(frozen=True)
 class AbortPreview:
-    """What an abort of a job would remove (``Committer.abort_preview``), as URLs."""
+    """What an abort of a job would remove (``JobRecovery.abort_preview``), as URLs."""
 
     state: list[str]       # the files of the job's temporary state
     published: list[str]   # destination files its interrupted commit published

@@ -624,7 +624,7 @@ class BatchProtocol(JobCommits, RuleBasedStateMachine):
         if job.status == "committed":
             mine = self.success[job.dest] == {job.job_id}
             listed = job.job_id in create_committer(self.url(job.dest), self.config, self.committer_name,
-                                                    store=self.base).leftover_jobs()
+                                                    store=self.base).recovery.state.leftover_jobs()
             if not listed:  # its cleanup had finished after all
                 job.leftover = False
                 return
@@ -632,7 +632,7 @@ class BatchProtocol(JobCommits, RuleBasedStateMachine):
                 self.jobs_cli_abort(job, interrupted=False)
             else:  # the operator knows it committed: its state goes, whatever _SUCCESS shows
                 committer, _ = self.make(job)
-                committer.cleanup_committed_job(ctx)
+                committer.recovery.state.cleanup_committed_job(ctx)
             job.leftover = False
             self.check_state_gone(job)
             return

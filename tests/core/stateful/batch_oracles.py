@@ -158,18 +158,18 @@ class StoreOracles:
         """``outcommit jobs list`` (``leftover_jobs``, ``job_status``) shows every running
         job as live, and a committed one whose state is left as committed."""
         committer = create_committer(self.url(dest), self.config, self.committer_name, store=self.base)
-        listed = committer.leftover_jobs()
+        listed = committer.recovery.state.leftover_jobs()
         for job in self.jobs_where(lambda j: j.dest == dest):
             if job.status == "live" and not job.doomed and not job.commit_began and \
                     job.job_id not in self.committed_jobs:  # v2 restarted after its commit
                 if job.job_id not in listed:
                     raise self.violation(f"jobs list of {dest} misses the live job {job.job_id}: {listed}")
-                status = committer.job_status(job.job_id, listed[job.job_id])
+                status = committer.recovery.job_status(job.job_id, listed[job.job_id])
                 if status != "live":
                     raise self.violation(f"jobs list says {job.job_id} is {status}, not live")
             elif job.status == "committed" and job.job_id in listed and \
                     self.success[dest] == {job.job_id}:
-                status = committer.job_status(job.job_id, listed[job.job_id])
+                status = committer.recovery.job_status(job.job_id, listed[job.job_id])
                 if status != "committed":
                     raise self.violation(f"jobs list says the committed {job.job_id} is {status}")
 

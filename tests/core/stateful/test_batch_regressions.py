@@ -102,7 +102,7 @@ def test_replace_of_a_parent_leaves_a_nested_jobs_state_alone(root: str, name: s
     child.commit_job(child_job, [write_and_commit(child, child_job, {"c.txt": b"child"})])  # failed before
     assert visible_files(store, store.strip(f"{root}/out/dataset1")) == {"p.txt": b"parent",
                                                                            "nested/c.txt": b"child"}
-    assert outcommit.create_committer(nested_url, {}, name).leftover_jobs() == {}
+    assert outcommit.create_committer(nested_url, {}, name).recovery.state.leftover_jobs() == {}
 
 
 def test_v2_never_reports_success_for_files_gone_before_its_job_commit(root: str) -> None:

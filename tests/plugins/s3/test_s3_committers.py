@@ -403,7 +403,7 @@ def test_an_aborted_job_whose_state_was_kept_is_never_committed(config, s3_root)
     outcommit.create_committer(url, config, "magic", store=refusing).abort_job(job)
     assert visible_files(store, dest) == {"a.bin": b"a"}
     again = outcommit.create_committer(url, config, "magic")
-    assert again.job_status(job.job_id, [0]) == "abort-kept"
+    assert again.recovery.job_status(job.job_id, [0]) == "abort-kept"
     with pytest.raises(outcommit.JobCommitError, match="was aborted"):
         again.commit_job(job, messages)
     assert not store.exists(f"{dest}/{SUCCESS_FILE}")
@@ -429,7 +429,7 @@ def test_an_abort_that_cannot_tell_whether_a_commit_began_says_so(config, s3_roo
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1 and "could not tell whether a job commit into" in errors[0]
     assert "interrupted job commit" not in errors[0]
-    assert committer.job_status(job.job_id, [0]) == "abort-kept"  # kept for the next abort
+    assert committer.recovery.job_status(job.job_id, [0]) == "abort-kept"  # kept for the next abort
     committer.abort_job(job)
     committer.cleanup_job(job)
     assert outcome(url, config) == ({}, [])
@@ -442,8 +442,8 @@ def test_jobs_of_a_shared_staging_directory_are_listed_per_destination(s3_config
     a, job_a = start(f"{s3_root}/shared-a", shared, "directory")
     b, job_b = start(f"{s3_root}/shared-b", shared, "directory")
     run_task(b, job_b, 0, {"b.bin": b"b"})
-    assert list(a.leftover_jobs()) == [job_a.job_id]
-    assert list(b.leftover_jobs()) == [job_b.job_id]
+    assert list(a.recovery.state.leftover_jobs()) == [job_a.job_id]
+    assert list(b.recovery.state.leftover_jobs()) == [job_b.job_id]
     assert cli_main(["jobs", "abort", f"{s3_root}/shared-a", job_b.job_id, "--committer", "directory",
                      "--force", "--interrupted"]
                     + [arg for k, v in shared.items() for arg in ("--conf", f"{k}={v}")]) == 2
@@ -498,7 +498,7 @@ def test_an_abort_killed_midway_still_stops_a_later_resume(config, s3_root):
     with pytest.raises(outcommit.JobCommitError, match="not active"):
         outcommit.create_committer(url, config, "magic", store=stuck).commit_job(job, messages)
     again = outcommit.create_committer(url, config, "magic")
-    assert again.job_status(job.job_id, [0]) == "abort-kept"
+    assert again.recovery.job_status(job.job_id, [0]) == "abort-kept"
     with pytest.raises(outcommit.JobCommitError, match="was aborted"):
         again.commit_job(job)
     assert not store.exists(f"{dest}/{SUCCESS_FILE}") and visible_files(store, dest) == {}
@@ -525,7 +525,7 @@ def test_the_note_of_an_earlier_attempts_killed_abort_does_not_hide_a_later_comm
     with pytest.raises(_Killed):
         outcommit.create_committer(url, config, "magic", store=dying).abort_job(job)
     again = outcommit.create_committer(url, config, "magic")
-    assert again.job_status(job.job_id, [0]) == "abort-kept"
+    assert again.recovery.job_status(job.job_id, [0]) == "abort-kept"
     later = job.next_attempt()
     again.setup_job(later)
     assert again.recover_task(later.task_attempt(0))
@@ -533,7 +533,7 @@ def test_the_note_of_an_earlier_attempts_killed_abort_does_not_hide_a_later_comm
     with pytest.raises(outcommit.JobCommitError):
         outcommit.create_committer(url, config, "magic", store=no_success).commit_job(later)
     assert visible_files(store, dest) == {"a.bin": b"a"}
-    assert again.job_status(job.job_id, [0, 1]) == "commit-began"
+    assert again.recovery.job_status(job.job_id, [0, 1]) == "commit-began"
     conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
     assert cli_main(["jobs", "abort", url, job.job_id, "--committer", "magic", "--force", *conf]) != 0
     assert visible_files(store, dest) == {"a.bin": b"a"}
@@ -652,8 +652,8 @@ def test_hadoops_magic_committer_state_is_foreign(config, s3_root):
     ours, job = start(url, config, "magic")  # outcommit's own job beside it
     conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
 
-    statuses = {job_id: ours.job_status(job_id, attempts)
-                for job_id, attempts in ours.leftover_jobs().items()}
+    statuses = {job_id: ours.recovery.job_status(job_id, attempts)
+                for job_id, attempts in ours.recovery.state.leftover_jobs().items()}
     assert statuses == {hadoop_job: "foreign", job.job_id: "live"}
     assert cli_main(["jobs", "abort", url, hadoop_job, "--committer", "magic", "--force",
                      "--interrupted", *conf]) == 2
@@ -681,7 +681,8 @@ def test_a_magic_job_whose_cleanup_died_after_its_markers_is_still_ours(config, 
                                               not str(args[0]).endswith("_job.json"))])
     outcommit.create_committer(url, config, "magic", store=stuck).cleanup_job(job)  # never raises
     again = outcommit.create_committer(url, config, "magic")
-    assert again.job_status(job.job_id, again.leftover_jobs()[job.job_id]) == "not-committed"
+    attempts = again.recovery.state.leftover_jobs()[job.job_id]
+    assert again.recovery.job_status(job.job_id, attempts) == "not-committed"
     conf = [arg for k, v in config.items() for arg in ("--conf", f"{k}={v}")]
     assert cli_main(["jobs", "abort", url, job.job_id, "--committer", "magic", "--force", *conf]) == 0
     assert outcome(url, config) == ({}, [])

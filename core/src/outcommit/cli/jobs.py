@@ -48,7 +48,7 @@ FOREIGN = ("it holds no outcommit marker, commit record or abort note: another t
 
 def _status(committer: Any, job_id: str, attempts: list[int]) -> str:
     try:
-        return str(committer.job_status(job_id, attempts))
+        return str(committer.recovery.job_status(job_id, attempts))
     except Exception as exc:  # the store failed: a job it cannot tell about is not safe to touch
         logging.getLogger("outcommit.cli").warning("status of job %s: %s", job_id, exc)
         return "unknown"
@@ -63,7 +63,7 @@ def _owned(committer: Any, job_id: str, args: argparse.Namespace,
     from ..factory import create_committer
 
     try:
-        owner = committer.job_owner(job_id)
+        owner = committer.recovery.job_owner(job_id)
     except Exception as exc:  # the store failed: the status says 'unknown' below
         logging.getLogger("outcommit.cli").warning("committer of job %s: %s", job_id, exc)
         return committer, committer.name
@@ -137,12 +137,12 @@ def _leftovers(searched: list[Any]) -> list[_Found]:
     found: dict[str, _Found] = {}
     for committer in searched:
         try:
-            jobs = committer.leftover_jobs()
+            jobs = committer.recovery.state.leftover_jobs()
         except Exception as exc:  # the store failed: the other layouts are still listed
             logging.getLogger("outcommit.cli").warning("jobs of %s's layout: %s", committer.name, exc)
             continue
         for job_id, attempts in sorted(jobs.items()):
-            evidence = committer.job_evidence(JobContext(committer.destination, job_id=job_id))
+            evidence = committer.recovery.state.job_evidence(JobContext(committer.destination, job_id=job_id))
             state = evidence.store.url(evidence.root) if evidence is not None else \
                 f"{committer.name}:{job_id}"
             found.setdefault(state, _Found(job_id, attempts, committer, state))
@@ -211,13 +211,13 @@ def _dry_run(args: argparse.Namespace, committer: Any, found: _Found, status: st
     job = JobContext(args.url, job_id=found.job_id, attempt=max(found.attempts, default=0))
     if status == "foreign":  # only its directory would go
         what, flags = FOREIGN, ["--foreign", "--force"]
-        evidence = committer.job_evidence(job)
+        evidence = committer.recovery.state.job_evidence(job)
         preview = AbortPreview([evidence.store.url(f.path) for f in evidence.store.list_files(evidence.root)],
                                [], [])
     else:
         what, risky = JOB_ABORTS.get(status, JOB_ABORTS["unknown"])
         flags = ["--force", *(["--interrupted"] if risky else [])]
-        preview = committer.abort_preview(job)
+        preview = committer.recovery.abort_preview(job)
     others = _other_uploads(committer, preview) if status != "foreign" else []
     if args.json:
         print_json({"jobId": found.job_id, "committer": None if status == "foreign" else committer.name,
@@ -275,11 +275,11 @@ def _abort_job(args: argparse.Namespace, committer: Any, attempts: list[int], st
     job = JobContext(args.url, job_id=args.job_id, attempt=max(attempts, default=0),
                      config=committer.config)
     if status == "committed":  # decided above: never roll back, whatever _SUCCESS says now
-        committer.cleanup_committed_job(job)
+        committer.recovery.state.cleanup_committed_job(job)
     else:
         committer.abort_job(job)
         committer.cleanup_job(job)
-    if job.job_id in committer.leftover_jobs():
+    if job.job_id in committer.recovery.state.leftover_jobs():
         text = (f"job {job.job_id}: the abort could not finish (see the log above); its temporary "
                 "state stays: run this again once the cause is fixed (a corrupt journal or record "
                 "never heals: inspect it, then remove the files it names and the state by hand)")
@@ -302,7 +302,7 @@ def _delete_foreign(committer: Any, args: argparse.Namespace, status: str) -> in
     if not args.foreign:
         raise OutcommitError(f"job {args.job_id} is foreign: {FOREIGN}. Add --foreign only if you "
                              "know that nothing uses it any more")
-    where = committer.job_evidence(JobContext(args.url, job_id=args.job_id)).root
+    where = committer.recovery.state.job_evidence(JobContext(args.url, job_id=args.job_id)).root
     shown = committer.store.url(where)
 
     def report(done: bool, text: str) -> None:
@@ -316,7 +316,7 @@ def _delete_foreign(committer: Any, args: argparse.Namespace, status: str) -> in
         report(False, f"would delete {shown}, foreign state (not outcommit's), and nothing else. "
                       "Add --force to delete it")
         return 1
-    committer.delete_foreign_state(args.job_id)
+    committer.recovery.delete_foreign_state(args.job_id)
     report(True, f"deleted {shown}, foreign state (not outcommit's)")
     return 0
 

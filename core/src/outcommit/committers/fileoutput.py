@@ -190,7 +190,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
         it), or be one this commit moves there now. The abort may have taken some away
         before it died or kept the state; someone may have written another file there
         since: the commit would report success for output that is not there."""
-        if not self.abort_began_any_attempt(job):
+        if not self.recovery.abort_began_any_attempt(job):
             return
         coming = {dest for _, dest in waiting}
 
@@ -215,7 +215,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
         files: list[str] = []
         try:
             # Inside: a store error of the job check fails with the success=false report too.
-            done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+            done = self.recovery.committed_before(job, lambda: self.require_job(job, JobCommitError))
             if done is not None:
                 return done
             published = self.load_journal(job)
@@ -230,7 +230,7 @@ class FileOutputCommitterV1(FileOutputCommitter):
                     conflictmodes.replace_destination(self, job)
                 published = self.save_journal(job, journal.entries_from(waiting))
             else:
-                self.refuse_resume_if_aborted(job)
+                self.recovery.refuse_resume_if_aborted(job)
                 self._refuse_if_published_files_gone(job, published, waiting)
                 log.info("resuming an interrupted job commit (%d files journaled)",
                          len(published.entries))
@@ -345,7 +345,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
         try:
             # Repeatable, as Hadoop requires of v2: the job's own report means it is done. A
             # later attempt's tasks published again: it writes its own report.
-            done = self.committed_before(job, lambda: self.require_job(job, JobCommitError),
+            done = self.recovery.committed_before(job, lambda: self.require_job(job, JobCommitError),
                                          later_attempts=False)
             if done is not None:
                 return done

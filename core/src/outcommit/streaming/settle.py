@@ -220,7 +220,7 @@ class Settler:
 
     @staticmethod
     def cleanup(committer: Committer, job: JobContext) -> None:  # the batch log says it committed
-        committer.cleanup_committed_job(job)
+        committer.recovery.state.cleanup_committed_job(job)
 
     def forget(self, job_id: str, decision: bool = True, also: Sequence[str] = ()) -> None:
         """Delete the job's record (and its decision, and ``also``: in the same request)."""

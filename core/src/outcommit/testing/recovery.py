@@ -147,12 +147,12 @@ class RecoveryScenarios(ConformanceBase):
         first.cleanup_job(job)
         assert any(f.fired for f in refusing.faults)
         assert visible_files(store, store.strip(dest)) == published
-        assert job.job_id in make(dest).leftover_jobs()
+        assert job.job_id in make(dest).recovery.state.leftover_jobs()
         second = make(dest)
         second.abort_job(job)
         second.cleanup_job(job)
         assert visible_files(store, store.strip(dest)) == {}
-        assert make(dest).leftover_jobs() == {}
+        assert make(dest).recovery.state.leftover_jobs() == {}
         self.assert_no_leaks(store, dest)
 
     def test_abort_job_without_task_abort(self, make, store: Store, dest: str) -> None:  # type: ignore[no-untyped-def]

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from outcommit import capabilities as caps
 from outcommit.context import JobContext
 from outcommit.jobstate import JobEvidence
+from outcommit.recovery import JobRecovery
 from outcommit.store import FileInfo, Store
 
 from .files import PENDING_SUFFIX, PENDINGSET_SUFFIX, Expectations, PendingCommit
@@ -33,6 +34,7 @@ class Ending(Protocol):
     destination: str
     ops: CommitOperations
     abort_pending: bool
+    recovery: JobRecovery
 
     def layout(self, job: JobContext) -> JobLayout: ...
     def logger(self, job: JobContext) -> Logger: ...
@@ -40,10 +42,7 @@ class Ending(Protocol):
     def spares_newer_uploads(self) -> bool: ...
     def job_started(self, job: JobContext) -> datetime | None: ...
     def job_evidence(self, job: JobContext) -> JobEvidence: ...
-    def kept_on_abort(self, job: JobContext) -> bool: ...
     def sweep(self, job: JobContext, *, started: datetime | None = None) -> Any: ...
-    def interrupted_commit_kept(self, job: JobContext, error: BaseException | None = None,
-                                aborted: bool = False, began: bool = True) -> None: ...
     def cleanup_local(self, job: JobContext) -> None: ...
 
 
@@ -144,7 +143,7 @@ def _end_and_remove(committer: Ending, job: JobContext, *, undo: bool, committed
                 lambda: committer.sweep(job, started=started))
     if kept:
         why, began = kept[0]
-        committer.interrupted_commit_kept(job, why, aborted=undo, began=began)
+        committer.recovery.interrupted_commit_kept(job, why, aborted=undo, began=began)
     else:
         _logged(log, "deleting the job directory", lambda: delete_state(layout))
     # Local staging data goes even when the store is unreachable.
@@ -170,7 +169,7 @@ def _abort_own(committer: Ending, job: JobContext, kept: list[tuple[BaseExceptio
     began = False
     try:
         began = not committed and committer.job_evidence(job).began(range(job.attempt + 1))
-        interrupted = began and not committer.kept_on_abort(job)
+        interrupted = began and not committer.recovery.kept_on_abort(job)
     except Exception as exc:  # cannot tell whether it began or finished: keep the evidence
         kept.append((exc, began))
         interrupted = False

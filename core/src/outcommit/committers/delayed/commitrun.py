@@ -9,7 +9,6 @@ so here, and the stages' module holds only the stages, in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +20,6 @@ from outcommit.errors import CommitError, CorruptCommitDataError, CorruptFileErr
 from outcommit.multipart import MultipartUploads
 from outcommit.reporting import JobReports
 from outcommit.store import Store
-from outcommit.success import SuccessData
 
 from . import cleanup, conflicts, fanout
 from .files import Expectations
@@ -55,10 +53,6 @@ class Committing(cleanup.Ending, fanout.FanningOut, Protocol):
     def sweep_scope_key(self) -> str: ...
 
     def require_job(self, job: JobContext, error: type[CommitError]) -> None: ...
-    def committed_before(self, job: JobContext, require: Callable[[], object],
-                         later_attempts: bool = True) -> SuccessData | None: ...
-    def refuse_resume_if_aborted(self, job: JobContext, refusal: str = "") -> None: ...
-    def abort_began_any_attempt(self, job: JobContext) -> bool: ...
     def sweep(self, job: JobContext, running: AbstractSet[tuple[str, str]] = frozenset(),
               started: datetime | None = None) -> Sweep: ...
 

@@ -31,6 +31,7 @@ from outcommit.errors import (
 from outcommit.jobstate import ABORT_NOTE, JobEvidence, attempts_in
 from outcommit.multipart import MultipartUploads
 from outcommit.paths import is_inside
+from outcommit.recovery import JobRecovery
 from outcommit.store import Store
 from outcommit.success import SuccessData
 
@@ -93,6 +94,9 @@ class DelayedCompletionCommitter(Committer):
             raise CommitError(f"{self.name} needs {', '.join(self.requires)}; {store!r} has none")
         self.mp = mp
         self.ops = CommitOperations(store, mp, self.dest, self.threads)
+        # The family's job state (its JobState: job_evidence, leftover_jobs...) is what
+        # its recovery reads.
+        self.recovery = JobRecovery(self, state=self)
         self.abort_pending = (self.config.get_bool(self.abort_pending_key, True)
                               if self.abort_pending_key else False)
         self.sweep_scope = (self.config.get_choice(self.sweep_scope_key, sweeping.SCOPES, sweeping.ALL)
@@ -329,7 +333,7 @@ class DelayedCompletionCommitter(Committer):
         return None
 
     def abort_job(self, job: JobContext) -> None:
-        self.begin_abort(job)
+        self.recovery.begin_abort(job)
         cleanup.abort_job(self, job)
 
     def cleanup_job(self, job: JobContext) -> None:

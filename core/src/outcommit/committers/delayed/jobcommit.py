@@ -146,7 +146,7 @@ def open_commit(run: JobCommit, messages: Sequence[Mapping[str, Any]] | None) ->
 
 def committed_before(run: JobCommit, refused: BaseException | None,
                      loading: Future[tuple[JobCommits, bool]]) -> tuple[SuccessData | None, bool]:
-    """The committer's ``committed_before``, where job commit may also go on after an
+    """The committer's ``recovery.committed_before``, where job commit may also go on after an
     interrupted one ended the job for its writers (its record says it began, no
     ``_SUCCESS`` that it finished: a finished commit must never run again, ``replace`` first).
 
@@ -171,12 +171,12 @@ def committed_before(run: JobCommit, refused: BaseException | None,
         if refused is not None:
             raise refused
     try:
-        return c.committed_before(job, check), False
+        return c.recovery.committed_before(job, check), False
     except JobCommitError as refusal:
         there_before = not created if loading.exception() is None else c.meta.exists(path)
         if not there_before:
             raise
-        c.refuse_resume_if_aborted(job, f"{refusal}: ")
+        c.recovery.refuse_resume_if_aborted(job, f"{refusal}: ")
         if loading.exception() is None and loading.result()[0].tasks == 0:
             # A real interrupted commit keeps its pendingsets until after _SUCCESS; a
             # record alone is one a refused call could not delete (a job aborted or
@@ -254,7 +254,7 @@ def verify(run: JobCommit, commits: JobCommits) -> None:
     must be in the destination as this job's upload made it (its etag) before
     ``_SUCCESS`` names it. One request for the note, on later attempts only."""
     c, job = run.committer, run.job
-    if job.attempt == 0 or not c.abort_began_any_attempt(job):
+    if job.attempt == 0 or not c.recovery.abort_began_any_attempt(job):
         return
 
     def missing(commit: PendingCommit) -> PendingCommit | None:

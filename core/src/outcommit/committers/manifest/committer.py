@@ -214,7 +214,7 @@ class ManifestCommitter(JobDirectoryCommitter):
         cfg = self.stage_config(stats, job)
         files: list[CheckedFile] = []
         try:
-            done = self.committed_before(job, lambda: self.require_job(job, JobCommitError))
+            done = self.recovery.committed_before(job, lambda: self.require_job(job, JobCommitError))
             if done is not None:
                 return done
             with stats.stage("load-manifests"):
@@ -260,7 +260,7 @@ class ManifestCommitter(JobDirectoryCommitter):
             wait([listing])
         journaled: dict[str, FileInfo] = {}
         if resumed:
-            self.refuse_resume_if_aborted(job)
+            self.recovery.refuse_resume_if_aborted(job)
             cfg.stats.add("commit.resumed")
             self.logger(job).info("resuming an interrupted job commit")
             # What the first commit observed of the sources it may have renamed since.
