@@ -421,13 +421,23 @@ def attach_botocore(client: Any, meter: Meter,
                      copied=pending["copied"], prefix=pending["prefix"], objects=pending["objects"])
         return None  # never a retry decision: botocore's own handlers make that
 
+    def light_attempt(operation: str, params: dict[str, Any], status: int) -> None:
+        meter.charge(operation, prefix=_prefix(str(params.get("Bucket", "")), str(params.get("Key", ""))))
+
     events = client.meta.events
     events.register("before-parameter-build.s3", before, unique_id=f"outcommit-cost-b-{id(meter)}")
     events.register("needs-retry.s3", attempt, unique_id=f"outcommit-cost-a-{id(meter)}")
+    # The store's light CompleteMultipartUpload path (outcommit.s3.light-requests) fires
+    # neither event: without its own hook, every light completion went uncharged.
+    light = getattr(client, "light", None)
+    if light is not None:
+        light.after_attempt.append(light_attempt)
 
     def detach() -> None:
         events.unregister("before-parameter-build.s3", unique_id=f"outcommit-cost-b-{id(meter)}")
         events.unregister("needs-retry.s3", unique_id=f"outcommit-cost-a-{id(meter)}")
+        if light is not None:
+            light.after_attempt.remove(light_attempt)
 
     return detach
 

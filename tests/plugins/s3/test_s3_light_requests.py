@@ -14,7 +14,7 @@ from s3_helpers import outcome, run_task, start
 
 import outcommit
 from outcommit.errors import StoreCredentialsError, UploadPendingError
-from outcommit_devtools.faultproxy import FaultProxy, Rule, respond, s3_error
+from outcommit_devtools.faultproxy import FaultProxy, Rule, drop_response, respond, s3_error
 
 LIGHT = "outcommit.s3.light-requests"
 COMPLETE = {"method": "POST", "query": r"uploadId="}
@@ -186,35 +186,52 @@ def test_the_light_path_goes_through_the_environments_proxy(monkeypatch, s3_serv
 
 
 @pytest.mark.parametrize("endpoint, path_style, bucket", [
-    ("http://10.0.0.1:9000", False, "bucket"),  # no virtual host in front of an address
-    ("http://[::1]:9000", False, "bucket"),
-    ("https://s3.example.com/prefix", True, "bucket"),  # botocore keeps the path's prefix
-    ("https://s3.example.com/prefix", False, "bucket"),
     ("https://s3.us-west-2.amazonaws.com", False, "data--usw2-az1--x-s3"),  # S3 Express
     ("https://s3.us-west-2.amazonaws.com", True, "data--usw2-az1--x-s3"),
+    (None, False, "arn:aws:s3::123456789012:accesspoint/mrap.mrap"),  # SigV4A
+    ("https://s3.example.com", False, "arn:aws:s3:eu-west-1:123456789012:accesspoint/ap"),  # its region
 ])
 def test_addresses_the_light_path_does_not_make_go_to_botocore(endpoint, path_style, bucket):
     assert _completer(endpoint, path_style).url(bucket, "k") is None
 
 
-@pytest.mark.parametrize("endpoint, path_style, expected", [
-    ("http://10.0.0.1:9000", True, "http://10.0.0.1:9000/bucket/k"),
-    ("https://s3.example.com", False, "https://bucket.s3.example.com/k"),
-    ("https://s3.example.com/", True, "https://s3.example.com/bucket/k"),
+@pytest.mark.parametrize("endpoint, path_style, options, expected", [
+    ("http://10.0.0.1:9000", True, {}, "http://10.0.0.1:9000/bucket/k"),
+    ("http://10.0.0.1:9000", False, {}, "http://10.0.0.1:9000/bucket/k"),  # no virtual host on an IP
+    ("http://[::1]:9000", False, {}, "http://[::1]:9000/bucket/k"),
+    # A custom endpoint with the default (auto) addressing: botocore sends path style.
+    ("https://s3.example.com", False, {}, "https://s3.example.com/bucket/k"),
+    ("https://s3.example.com", False, {"s3": {"addressing_style": "virtual"}}, "https://bucket.s3.example.com/k"),
+    ("https://s3.example.com/", True, {}, "https://s3.example.com/bucket/k"),
+    ("https://s3.example.com/prefix", True, {}, "https://s3.example.com/prefix/bucket/k"),
+    (None, False, {}, "https://bucket.s3.us-west-2.amazonaws.com/k"),
+    (None, False, {"use_fips_endpoint": True}, "https://bucket.s3-fips.us-west-2.amazonaws.com/k"),
+    (None, False, {"use_dualstack_endpoint": True}, "https://bucket.s3.dualstack.us-west-2.amazonaws.com/k"),
+    (None, False, {"s3": {"use_accelerate_endpoint": True}}, "https://bucket.s3-accelerate.amazonaws.com/k"),
+    (None, True, {}, "https://s3.us-west-2.amazonaws.com/bucket/k"),
+    (None, False, {}, "https://s3.us-west-2.amazonaws.com/my.dotted.bucket/k"),
 ])
-def test_plain_addresses_take_the_light_path(endpoint, path_style, expected):
-    assert _completer(endpoint, path_style).url("bucket", "k") == expected
+def test_the_light_path_sends_to_botocores_address(endpoint, path_style, options, expected):
+    """The URL is what botocore's endpoint resolution gives, for every configuration (a
+    guess sent virtual-host requests to custom endpoints, which botocore addresses path
+    style, and ignored FIPS, dual-stack and accelerate)."""
+    bucket = expected.split("/")[3] if "dotted" in expected else "bucket"
+    assert _completer(endpoint, path_style, options).url(bucket, "k") == expected
 
 
-def _completer(endpoint: str, path_style: bool) -> Any:
+def _completer(endpoint: str | None, path_style: bool, options: dict[str, Any] | None = None) -> Any:
     import botocore.session
+    from botocore.config import Config
 
     from outcommit_s3.light import LightCompleter
 
+    options = dict(options or {})
+    if path_style:
+        options["s3"] = {**options.get("s3", {}), "addressing_style": "path"}
     client = botocore.session.Session().create_client(
         "s3", endpoint_url=endpoint, region_name="us-west-2", aws_access_key_id="k",
-        aws_secret_access_key="s")
-    return LightCompleter(client, None, path_style, True, 3, 4, (1.0, 1.0))
+        aws_secret_access_key="s", config=Config(**options))
+    return LightCompleter(client, None, True, 3, 4, (1.0, 1.0))
 
 
 @pytest.mark.parametrize("body", [b'<?xml version="1.0"?><CompleteMultipartUploadResult><ETag>"ab',
@@ -239,3 +256,202 @@ def _assert_retried_then_left_pending(store, mp, path, upload, etags, rule):
     assert store.info(path) is None
     assert mp.is_pending(path, upload)
     assert mp.abort(path, upload)
+
+
+# -- issue 30: every difference from botocore's CompleteMultipartUpload a user could meet ----
+def _sent_headers(store: Any) -> list[dict[str, str]]:
+    """The headers of each CompleteMultipartUpload attempt as sent, on either path (both
+    fire botocore's ``before-send``), lower-cased names and str values."""
+    seen: list[dict[str, str]] = []
+
+    def record(request: Any, **_: Any) -> None:
+        seen.append({k.lower(): v.decode() if isinstance(v, bytes) else str(v)
+                     for k, v in request.headers.items()})
+
+    store.client.meta.events.register("before-send.s3.CompleteMultipartUpload", record)
+    return seen
+
+
+@pytest.mark.parametrize("light", ["true", "false"])
+def test_a_requester_pays_completion_says_so(light, s3_server, s3_config, s3_root):
+    """client.py adds RequestPayer on ``before-parameter-build``, which the light path
+    never fires: the header must reach the server on both paths all the same."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
+                  "outcommit.s3.requester-pays": "true"}
+        store = outcommit.open_store(s3_root, config)
+        path = store.strip(s3_root) + "/payer.bin"
+        mp, upload, etags = _upload(store, path)
+        said = proxy.add(Rule("payer", respond(200, b""), **COMPLETE, header="x-amz-request-payer",
+                              skip=1 << 30))  # counts, never fires
+        etag = mp.complete(path, upload, etags)
+    assert said.matched == 1
+    assert store.info(path).etag == etag
+
+
+def test_both_paths_send_the_same_headers_but_the_sdks_own(s3_config, s3_root):
+    """Requester pays, SSE-KMS, an ACL and a storage class set: CompleteMultipartUpload
+    carries no header of theirs on botocore's path (no SSE-C: settings refuse it; no
+    flexible checksum: the operation has no httpChecksum trait), so the light path's
+    headers are botocore's, but for botocore's per-attempt bookkeeping."""
+    settings = {"outcommit.s3.requester-pays": "true", "outcommit.s3.encryption.algorithm": "SSE-KMS",
+                "outcommit.s3.acl": "bucket-owner-full-control", "outcommit.s3.storage-class": "standard_ia"}
+    sent = {}
+    for light in ("true", "false"):
+        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: light, **settings})
+        headers = _sent_headers(store)
+        path = store.strip(s3_root) + f"/headers-{light}.bin"
+        mp, upload, etags = _upload(store, path)
+        assert mp.complete(path, upload, etags) == store.info(path).etag
+        sent[light] = headers[0]
+    # amz-sdk-*: botocore's invocation id and attempt number (S3 ignores them); the
+    # Content-Type the light path names (botocore sends none; S3 reads the XML either way).
+    sdk_own = {"amz-sdk-invocation-id", "amz-sdk-request", "content-type"}
+    assert set(sent["true"]) - sdk_own == set(sent["false"]) - sdk_own
+    assert sent["true"]["x-amz-request-payer"] == sent["false"]["x-amz-request-payer"] == "requester"
+    # botocore's User-Agent but for its per-request feature list (m/...): S3's access logs
+    # and CloudTrail name the same client.
+    assert sent["true"]["user-agent"].split(" m/")[0] == sent["false"]["user-agent"].split(" m/")[0]
+    assert not any(name.startswith(("x-amz-checksum", "x-amz-sdk-checksum", "x-amz-server-side"))
+                   for name in sent["false"])
+
+
+@pytest.mark.parametrize("light", ["true", "false"])
+def test_an_error_answer_raises_botocores_modeled_exception(light, s3_server, s3_config, s3_root):
+    """``except client.exceptions.NoSuchUpload`` catches it on both paths (botocore
+    raises the modeled class, not a bare ClientError)."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url})
+        path = store.strip(s3_root) + "/gone.bin"
+        mp, upload, etags = _upload(store, path)
+        proxy.add(Rule("gone", respond(404, s3_error("NoSuchUpload")), **COMPLETE))
+        bucket, key = store.split(path)
+        parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
+        with pytest.raises(store.client.exceptions.NoSuchUpload):
+            store.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                                   MultipartUpload=parts)
+    assert mp.abort(path, upload)
+
+
+def test_a_temporary_redirect_ends_as_on_botocores_path(s3_server, s3_config, s3_root):
+    """307 TemporaryRedirect (a new bucket's DNS not yet everywhere): botocore's redirector
+    takes it; the light path hands the call to botocore. Same outcome, same requests."""
+    outcomes = []
+    for light in ("true", "false"):
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
+            store = outcommit.open_store(s3_root, config)
+            path = store.strip(s3_root) + f"/redirected-{light}.bin"
+            mp, upload, etags = _upload(store, path)
+            bucket = store.split(path)[0]
+            rule = proxy.add(Rule("307", respond(307, s3_error("TemporaryRedirect"), headers={
+                "Location": f"{proxy.url}/{bucket}", "x-amz-bucket-region": "us-east-1"}), **COMPLETE))
+            etag = mp.complete(path, upload, etags)
+            outcomes.append((etag == store.info(path).etag, rule.fired, rule.matched))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0]
+
+
+def test_a_connection_reset_after_the_request_ends_as_on_botocores_path(s3_server, s3_config, s3_root):
+    """The server completed the upload, the answer was lost (reset): botocore's retry finds
+    the upload gone and the store's idempotence check the object holding these parts.
+    Same outcome, same number of completion requests on both paths."""
+    outcomes = []
+    for light in ("true", "false"):
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
+            store = outcommit.open_store(s3_root, config)
+            path = store.strip(s3_root) + f"/reset-{light}.bin"
+            mp, upload, etags = _upload(store, path)
+            rule = proxy.add(Rule("reset", drop_response(), **COMPLETE))
+            etag = mp.complete(path, upload, etags)
+            outcomes.append((etag == store.info(path).etag, store.read_bytes(path), rule.fired, rule.matched))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][:3] == (True, b"content", 1)
+
+
+@pytest.mark.parametrize("light", ["true", "false"])
+@pytest.mark.parametrize("addressing", ["auto", "virtual"])
+def test_the_address_sent_is_botocores(addressing, light, monkeypatch, tmp_path, s3_server, s3_config,
+                                       s3_root):
+    """A named custom endpoint, path style off: botocore sends path style ("auto"), or
+    ``Host: <bucket>.<endpoint>`` when the AWS config file says ``addressing_style =
+    virtual``; so must the light path. An HTTP proxy (the fault proxy) stands for DNS:
+    moto reads the bucket from the Host header."""
+    port = s3_server.endpoint_url.rsplit(":", 1)[1]
+    bucket = s3_root.split("/")[2]
+    # moto takes a Host starting with "localhost" as path style, else the bucket from it.
+    host = rf"localhost\.outcommit\.test:{port}"
+    expected = rf"^http://{bucket}\.{host}/(?!{bucket}/)" if addressing == "virtual" else rf"^http://{host}/{bucket}/"
+    if addressing == "virtual":
+        (tmp_path / "aws-config").write_text("[default]\ns3 =\n    addressing_style = virtual\n")
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        for name in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(name, proxy.url)
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": f"http://localhost.outcommit.test:{port}",
+                  "outcommit.s3.path-style-access": "false", "outcommit.s3.connection.probe": "false"}
+        store = outcommit.open_store(s3_root, config)
+        path = store.strip(s3_root) + "/addressed.bin"
+        mp, upload, etags = _upload(store, path)
+        addressed = proxy.add(Rule("addressed", respond(200, b""), **COMPLETE, skip=1 << 30, path=expected))
+        etag = mp.complete(path, upload, etags)
+    assert addressed.matched == 1
+    assert store.info(path).etag == etag
+    assert store.read_bytes(path) == b"content"
+
+
+@pytest.mark.parametrize("light", ["true", "false"])
+def test_a_bucket_in_another_region_is_signed_for_it(light, s3_server, s3_config, s3_root):
+    """A bucket in eu-west-1 (LocationConstraint) and a store in eu-west-1: the signature's
+    scope names eu-west-1 on both paths, and the completion lands."""
+    bucket = "outcommit-eu-west-1"
+    client = s3_server.client()
+    if bucket not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
+        client.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    root = f"s3://{bucket}/{s3_root.rsplit('/', 1)[1]}"
+    store = outcommit.open_store(root, {**s3_config, LIGHT: light, "outcommit.s3.region": "eu-west-1"})
+    headers = _sent_headers(store)
+    path = store.strip(root) + "/eu.bin"
+    mp, upload, etags = _upload(store, path)
+    assert mp.complete(path, upload, etags) == store.info(path).etag
+    assert "/eu-west-1/s3/aws4_request" in headers[0]["authorization"]
+
+
+@pytest.mark.parametrize("parameter", [{"RequestPayer": "requester"},
+                                       {"ExpectedBucketOwner": "123456789012"}])
+def test_a_parameter_the_light_path_does_not_send_goes_to_botocore(parameter, s3_config, s3_root):
+    store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
+    through_botocore = _botocore_completions(store.client)
+    path = store.strip(s3_root) + "/parameter.bin"
+    _, upload, etags = _upload(store, path)
+    bucket, key = store.split(path)
+    parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
+    store.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, **parameter,
+                                           MultipartUpload=parts)
+    assert len(through_botocore) == 1
+    assert store.read_bytes(path) == b"content"
+
+
+@pytest.mark.parametrize("light", ["true", "false"])
+def test_the_cost_models_meter_charges_every_completion_attempt(light, s3_server, s3_config, s3_root):
+    """attach_botocore charges per attempt on botocore's events, which the light path never
+    fires: a retried completion is two requests on both paths."""
+    from outcommit_devtools.costmodel import Meter, attach_botocore
+
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
+                  "outcommit.s3.retry.max-attempts": "2"}  # the SDK's retry, not the store's
+        store = outcommit.open_store(s3_root, config)
+        path = store.strip(s3_root) + "/metered.bin"
+        mp, upload, etags = _upload(store, path)
+        proxy.add(Rule("slow", respond(503, s3_error("SlowDown")), **COMPLETE))
+        meter = Meter()
+        detach = attach_botocore(store.client, meter)
+        try:
+            mp.complete(path, upload, etags)
+        finally:
+            detach()
+    assert meter.requests == {"CompleteMultipartUpload": 2}

@@ -5,8 +5,10 @@ Why: job commit spends most of its client CPU in botocore's per-request machiner
 building the same request by hand and signing it with botocore's own signer measured
 0.16-0.2 ms (benchmarks/client_cpu.py, ``resigned``). Off by default
 (``outcommit.s3.light-requests``); on, only this one request takes the light path, and
-only where its URL is unambiguous (path-style addressing, or a DNS-safe bucket name
-without dots); anything else goes through the botocore client unchanged.
+only at the URL botocore itself gives the bucket (its endpoint resolution, asked once per
+bucket: path or virtual-host style, a custom endpoint's, FIPS,
+dual-stack, accelerate, the AWS config file's settings); anything else goes through the
+botocore client unchanged.
 
 What it keeps of botocore, through its public classes:
 
@@ -22,31 +24,35 @@ What it keeps of botocore, through its public classes:
 * retries: botocore's standard mode classes (``StandardRetryConditions``,
   ``ExponentialBackoff``) with the client's max attempts; S3's 200 answer carrying an
   ``<Error>`` body is an error, as botocore's ``_handle_200_error`` makes it (a 500);
-* errors: ``botocore.exceptions.ClientError`` with the response shape botocore parses
+* errors: botocore's modeled exception classes (``client.exceptions.from_code``:
+  ``NoSuchUpload``..., else ``ClientError``) with the response shape botocore parses
   (``Error.Code/Message``, ``ResponseMetadata.HTTPStatusCode``), so the store's
-  translation and the committers' code checks see what they saw.
+  translation and the committers' code checks see what they saw;
+* the address botocore's endpoint resolution gives the bucket, and its User-Agent.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import re
 import socket
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 from xml.sax.saxutils import escape
 
 OPERATION = "CompleteMultipartUpload"
 _BEFORE_SEND = f"before-send.s3.{OPERATION}"
-_DNS_SAFE = re.compile(r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
+#: The key botocore's endpoint resolution is asked about (it does not depend on the key).
+_PROBE_KEY = "outcommit-light-address"
 _KNOWN = frozenset({"Bucket", "Key", "UploadId", "MultipartUpload", "IfNoneMatch"})
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 #: Answers meaning the bucket is in another region than the client's: botocore's region
 #: redirector re-signs and resends them; this path does not, so it hands the call back.
 _WRONG_REGION = frozenset({"PermanentRedirect", "AuthorizationHeaderMalformed"})
+#: Temporary redirects botocore's S3 redirector follows (``S3RegionRedirectorv2``): a 307
+#: (a new bucket's DNS not yet everywhere) was an error here, retried at the same URL.
+_TEMPORARY_REDIRECTS = frozenset({302, 307})
 
 
 def _body(parts: Sequence[dict[str, Any]]) -> bytes:
@@ -103,26 +109,21 @@ def _success(root: ET.Element | None, metadata: dict[str, Any]) -> dict[str, Any
 
 
 _REDIRECTED: dict[str, Any] = {}  # _send's answer when the bucket is in another region
+_TEMPORARY: dict[str, Any] = {}  # _send's answer to a temporary redirect: botocore follows it
 
 
-def _wrong_region(parsed: dict[str, Any]) -> bool:
-    return (parsed["ResponseMetadata"]["HTTPStatusCode"] == 301
-            or parsed["Error"].get("Code") in _WRONG_REGION)
-
-
-def _is_ip(host: str) -> bool:
-    """An IP address host: no bucket name can be put in front of it (virtual hosting)."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
+def _redirect(parsed: dict[str, Any]) -> dict[str, Any] | None:
+    """``_REDIRECTED``/``_TEMPORARY`` when botocore's redirector would resend the call."""
+    status = parsed["ResponseMetadata"]["HTTPStatusCode"]
+    if status == 301 or parsed["Error"].get("Code") in _WRONG_REGION:
+        return _REDIRECTED
+    return _TEMPORARY if status in _TEMPORARY_REDIRECTS else None
 
 
 class LightCompleter:
     """CompleteMultipartUpload signed and sent without botocore's client machinery."""
 
-    def __init__(self, client: Any, credentials: Any, path_style: bool, verify: Any,
+    def __init__(self, client: Any, credentials: Any, verify: Any,
                  max_attempts: int, max_connections: int, timeouts: tuple[float, float],
                  requester_pays: bool = False, proxies: dict[str, str] | None = None,
                  proxies_config: dict[str, Any] | None = None) -> None:
@@ -132,8 +133,8 @@ class LightCompleter:
         self._client = client
         self._credentials = credentials
         self._region = client.meta.region_name
-        self._endpoint = urlsplit(client.meta.endpoint_url)
-        self._path_style = path_style
+        #: bucket -> botocore's URL of its keys less the key ("" when not plain).
+        self._bases: dict[str, str] = {}
         self._requester_pays = requester_pays
         # TCP_NODELAY as botocore's client sets it: without it, the body's segment waited for
         # the server's delayed ACK of the headers' (40 ms per completion, measured).
@@ -147,23 +148,50 @@ class LightCompleter:
         self._conditions = StandardRetryConditions(max_attempts=max_attempts)
         self._backoff = ExponentialBackoff()
         self._model = client.meta.service_model.operation_model(OPERATION)
+        # botocore's User-Agent (its version, the config's app id and extra): without it
+        # urllib3's went out, and S3's access logs and CloudTrail named another client.
+        self._user_agent = str(getattr(client.meta.config, "user_agent", "") or "")
         #: Called with (operation, params) once per call this path takes, where botocore
         #: fires ``before-call``: the store's request statistics (iostatistics) would
         #: otherwise miss every light completion.
         self.before_call: list[Callable[[str, dict[str, Any]], None]] = []
+        #: Called with (operation, params, HTTP status, 0 without an answer) after every
+        #: attempt, where botocore fires ``needs-retry``: request meters
+        #: (``outcommit_devtools.costmodel.attach_botocore``) charge attempts there.
+        self.after_attempt: list[Callable[[str, dict[str, Any], int], None]] = []
         #: Buckets answered from another region: botocore's path takes them from then on.
         self.redirected: set[str] = set()
 
     def url(self, bucket: str, key: str) -> str | None:
         """The request's URL as botocore addresses it, or None when that is not plain."""
-        scheme, host = self._endpoint.scheme, self._endpoint.netloc
-        if self._endpoint.path.strip("/") or bucket.endswith("--x-s3") or bucket in self.redirected:
-            return None  # a prefix in the URL, S3 Express (session auth), another region
-        if self._path_style:
-            return f"{scheme}://{host}/{quote(bucket)}/{quote(key, safe='/~')}"
-        if not _DNS_SAFE.match(bucket) or _is_ip(self._endpoint.hostname or ""):
-            return None  # dots, capitals: botocore's rules (path style, TLS names) decide
-        return f"{scheme}://{bucket}.{host}/{quote(key, safe='/~')}"
+        if bucket.endswith("--x-s3") or bucket in self.redirected:
+            return None  # S3 Express (session auth), another region
+        base = self._bases.get(bucket)
+        if base is None:
+            base = self._bases[bucket] = self._base(bucket)
+        return f"{base}{quote(key, safe='/~')}" if base else None
+
+    def _base(self, bucket: str) -> str:
+        """botocore's URL for ``bucket``'s keys, less the key; "" when it is not plain.
+
+        Asked of botocore's endpoint resolution (its S3 endpoint rule set, the very call
+        its client makes per request), not rebuilt: a custom endpoint with the default
+        addressing is path style there, and the AWS config file, FIPS, dual-stack and
+        accelerate move the host; a guess sent virtual-host requests botocore never sends
+        (a MinIO endpoint without DNS for them). Not plain: any signing but SigV4 for S3
+        in the client's region (S3 Express, multi-region access points), extra headers.
+        The method is botocore's own, not public: gone or failing, botocore takes the call.
+        """
+        try:
+            endpoint, headers, properties = self._client._resolve_endpoint_ruleset(
+                self._model, {"Bucket": bucket, "Key": _PROBE_KEY, "UploadId": "u"}, {})
+        except Exception:  # an ARN it cannot serve, a name it refuses: botocore's path raises
+            return ""
+        scheme = (properties.get("authSchemes") or [{}])[0]
+        if headers or (scheme.get("name"), scheme.get("signingName"), scheme.get("signingRegion")) != (
+                "sigv4", "s3", self._region):
+            return ""
+        return f"{str(endpoint).rstrip('/')}/"
 
     def complete(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
         """The parsed answer to ``complete_multipart_upload(**kwargs)``, or None when this
@@ -178,25 +206,26 @@ class LightCompleter:
         upload_id = kwargs["UploadId"]
         body = _body(kwargs["MultipartUpload"]["Parts"])
         headers = {"Content-Type": "application/xml"}
+        if self._user_agent:
+            headers["User-Agent"] = self._user_agent
         if kwargs.get("IfNoneMatch"):
             headers["If-None-Match"] = str(kwargs["IfNoneMatch"])
         if self._requester_pays:
             headers["x-amz-request-payer"] = "requester"
         answer: dict[str, Any] | None = None
         try:
-            answer = self._send(f"{url}?uploadId={quote(upload_id, safe='')}", headers, body)
+            answer = self._send(f"{url}?uploadId={quote(upload_id, safe='')}", headers, body, kwargs)
         finally:
-            if answer is not _REDIRECTED:  # handed back: botocore's before-call counts it
+            if answer is not _REDIRECTED and answer is not _TEMPORARY:  # botocore's before-call counts it
                 for hook in self.before_call:
                     hook(OPERATION, kwargs)
         if answer is _REDIRECTED:
             self.redirected.add(kwargs["Bucket"])
-            return None
-        return answer
+        return None if answer is _REDIRECTED or answer is _TEMPORARY else answer
 
-    def _send(self, url: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    def _send(self, url: str, headers: dict[str, str], body: bytes,
+              kwargs: dict[str, Any]) -> dict[str, Any]:
         """The parsed answer after botocore's retries, or ``_REDIRECTED``."""
-        from botocore.exceptions import ClientError
         from botocore.retries.standard import RetryContext
 
         attempt = 0
@@ -208,10 +237,13 @@ class LightCompleter:
                 parsed = parse_answer(response.status_code, response.headers, response.content)
             except Exception as exc:  # botocore's connection errors: retried as botocore does
                 caught = exc
+            for hook in self.after_attempt:
+                hook(OPERATION, kwargs, 0 if response is None else response.status_code)
             if caught is None and parsed is not None and "Error" not in parsed:
                 return parsed
-            if parsed is not None and _wrong_region(parsed):
-                return _REDIRECTED
+            handed = None if parsed is None else _redirect(parsed)
+            if handed is not None:
+                return handed
             if parsed is not None and response is not None:
                 # A 200 with an error inside is a 500 for the retry checks, as in botocore.
                 response.status_code = parsed["ResponseMetadata"]["HTTPStatusCode"]
@@ -221,7 +253,10 @@ class LightCompleter:
             if not self._conditions.is_retryable(context):
                 if caught is not None:
                     raise caught
-                raise ClientError(parsed, OPERATION)
+                assert parsed is not None  # nothing caught: the answer was parsed
+                # botocore's modeled class (client.exceptions.NoSuchUpload...), as its client
+                # raises: ``except client.exceptions.X`` missed a plain ClientError.
+                raise self._client.exceptions.from_code(parsed["Error"]["Code"])(parsed, OPERATION)
             time.sleep(self._backoff.delay_amount(context))
 
     def _sent(self, request: Any) -> Any:
