@@ -231,7 +231,7 @@ def _completer(endpoint: str | None, path_style: bool, options: dict[str, Any] |
     client = botocore.session.Session().create_client(
         "s3", endpoint_url=endpoint, region_name="us-west-2", aws_access_key_id="k",
         aws_secret_access_key="s", config=Config(**options))
-    return LightCompleter(client, None, True, 3, 4, (1.0, 1.0))
+    return LightCompleter(client, None, True, 4, (1.0, 1.0))
 
 
 @pytest.mark.parametrize("body", [b'<?xml version="1.0"?><CompleteMultipartUploadResult><ETag>"ab',
@@ -455,3 +455,30 @@ def test_the_cost_models_meter_charges_every_completion_attempt(light, s3_server
         finally:
             detach()
     assert meter.requests == {"CompleteMultipartUpload": 2}
+
+
+def test_retries_are_botocores_own_decision(s3_server, s3_config, s3_root):
+    """SlowDown every time, 3 attempts: the same requests and the same error, down to
+    botocore's retry count in its message and metadata, on both paths (the light path
+    asks the client's own ``needs-retry`` handlers: its retry quota and backoff too)."""
+    outcomes = []
+    for light in ("true", "false"):
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
+                      "outcommit.s3.retry.max-attempts": "3"}
+            store = outcommit.open_store(s3_root, config)
+            path = store.strip(s3_root) + f"/throttled-{light}.bin"
+            mp, upload, etags = _upload(store, path)
+            rule = proxy.add(Rule("slow", respond(503, s3_error("SlowDown")), **COMPLETE, times=-1))
+            bucket, key = store.split(path)
+            parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
+            with pytest.raises(store.client.exceptions.ClientError) as raised:
+                store.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                                       MultipartUpload=parts)
+            metadata = raised.value.response["ResponseMetadata"]
+            outcomes.append((str(raised.value), rule.fired, metadata["RetryAttempts"],
+                             metadata.get("MaxAttemptsReached")))
+            assert mp.abort(path, upload)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1:] == (3, 2, True)
+    assert "(reached max retries: 2)" in outcomes[0][0]

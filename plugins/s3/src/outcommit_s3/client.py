@@ -114,8 +114,8 @@ def _light_completer(client: Any, settings: S3Settings, session: Any, keys: dict
     verify = session.get_config_variable("ca_bundle") or True
     # botocore's EndpointCreator: the config's proxies, else the environment's for the endpoint.
     proxies = client.meta.config.proxies or get_environ_proxies(client.meta.endpoint_url)
-    return LightCompleter(client, credentials, verify, settings.max_attempts,
-                          settings.max_connections, (settings.connect_timeout, settings.read_timeout),
+    return LightCompleter(client, credentials, verify, settings.max_connections,
+                          (settings.connect_timeout, settings.read_timeout),
                           requester_pays=settings.requester_pays, proxies=proxies,
                           proxies_config=client.meta.config.proxies_config)
 

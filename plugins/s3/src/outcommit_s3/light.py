@@ -21,9 +21,10 @@ What it keeps of botocore, through its public classes:
   its requests through ``before_call`` here);
 * HTTP: botocore's ``URLLib3Session`` (its pool, timeouts, CA bundle; its connection
   errors are botocore's exceptions, which the store translates as before);
-* retries: botocore's standard mode classes (``StandardRetryConditions``,
-  ``ExponentialBackoff``) with the client's max attempts; S3's 200 answer carrying an
-  ``<Error>`` body is an error, as botocore's ``_handle_200_error`` makes it (a 500);
+* retries: botocore's own decision, per attempt: the client's ``needs-retry`` handlers
+  (its retry mode's conditions, backoff and retry quota, max attempts) and its
+  ``after-call`` (the quota given back); S3's 200 answer carrying an ``<Error>`` body is
+  an error, as botocore's ``_handle_200_error`` makes it (a 500);
 * errors: botocore's modeled exception classes (``client.exceptions.from_code``:
   ``NoSuchUpload``..., else ``ClientError``) with the response shape botocore parses
   (``Error.Code/Message``, ``ResponseMetadata.HTTPStatusCode``), so the store's
@@ -43,13 +44,16 @@ from xml.sax.saxutils import escape
 
 OPERATION = "CompleteMultipartUpload"
 _BEFORE_SEND = f"before-send.s3.{OPERATION}"
+_NEEDS_RETRY = f"needs-retry.s3.{OPERATION}"
+_AFTER_CALL = f"after-call.s3.{OPERATION}"
 #: The key botocore's endpoint resolution is asked about (it does not depend on the key).
 _PROBE_KEY = "outcommit-light-address"
 _KNOWN = frozenset({"Bucket", "Key", "UploadId", "MultipartUpload", "IfNoneMatch"})
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 #: Answers meaning the bucket is in another region than the client's: botocore's region
 #: redirector re-signs and resends them; this path does not, so it hands the call back.
-_WRONG_REGION = frozenset({"PermanentRedirect", "AuthorizationHeaderMalformed"})
+_WRONG_REGION = frozenset({"PermanentRedirect", "AuthorizationHeaderMalformed",
+                           "IllegalLocationConstraintException"})  # an opt-in region's bucket
 #: Temporary redirects botocore's S3 redirector follows (``S3RegionRedirectorv2``): a 307
 #: (a new bucket's DNS not yet everywhere) was an error here, retried at the same URL.
 _TEMPORARY_REDIRECTS = frozenset({302, 307})
@@ -123,12 +127,11 @@ def _redirect(parsed: dict[str, Any]) -> dict[str, Any] | None:
 class LightCompleter:
     """CompleteMultipartUpload signed and sent without botocore's client machinery."""
 
-    def __init__(self, client: Any, credentials: Any, verify: Any,
-                 max_attempts: int, max_connections: int, timeouts: tuple[float, float],
+    def __init__(self, client: Any, credentials: Any, verify: Any, max_connections: int,
+                 timeouts: tuple[float, float],
                  requester_pays: bool = False, proxies: dict[str, str] | None = None,
                  proxies_config: dict[str, Any] | None = None) -> None:
         from botocore.httpsession import URLLib3Session
-        from botocore.retries.standard import ExponentialBackoff, StandardRetryConditions
 
         self._client = client
         self._credentials = credentials
@@ -145,8 +148,6 @@ class LightCompleter:
         # request alone bypassed a proxy that a network reaches S3 only through.
         self._http = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
                                     socket_options=options, proxies=proxies, proxies_config=proxies_config)
-        self._conditions = StandardRetryConditions(max_attempts=max_attempts)
-        self._backoff = ExponentialBackoff()
         self._model = client.meta.service_model.operation_model(OPERATION)
         # botocore's User-Agent (its version, the config's app id and extra): without it
         # urllib3's went out, and S3's access logs and CloudTrail named another client.
@@ -225,9 +226,10 @@ class LightCompleter:
 
     def _send(self, url: str, headers: dict[str, str], body: bytes,
               kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The parsed answer after botocore's retries, or ``_REDIRECTED``."""
-        from botocore.retries.standard import RetryContext
-
+        """The parsed answer after botocore's own retry decisions, or a handback sentinel."""
+        # botocore's per-call context: its retry quota records what it lent here; its
+        # redirector is told to stand aside (the answers it redirects are handed back below).
+        request_dict = {"context": {"s3_redirect": {"redirected": True, "bucket": kwargs["Bucket"]}}}
         attempt = 0
         while True:
             attempt += 1
@@ -239,25 +241,39 @@ class LightCompleter:
                 caught = exc
             for hook in self.after_attempt:
                 hook(OPERATION, kwargs, 0 if response is None else response.status_code)
+            if parsed is not None:
+                parsed["ResponseMetadata"]["RetryAttempts"] = attempt - 1  # as botocore's endpoint
             if caught is None and parsed is not None and "Error" not in parsed:
+                self._client.meta.events.emit(_AFTER_CALL, http_response=response, parsed=parsed,
+                                              model=self._model, context=request_dict["context"])
                 return parsed
             handed = None if parsed is None else _redirect(parsed)
             if handed is not None:
                 return handed
-            if parsed is not None and response is not None:
-                # A 200 with an error inside is a 500 for the retry checks, as in botocore.
-                response.status_code = parsed["ResponseMetadata"]["HTTPStatusCode"]
-            context = RetryContext(attempt_number=attempt, operation_model=self._model,
-                                   parsed_response=parsed, http_response=response,
-                                   caught_exception=caught)
-            if not self._conditions.is_retryable(context):
+            delay = self._retry_delay(attempt, response, parsed, caught, request_dict)
+            if delay is None:
                 if caught is not None:
                     raise caught
                 assert parsed is not None  # nothing caught: the answer was parsed
                 # botocore's modeled class (client.exceptions.NoSuchUpload...), as its client
                 # raises: ``except client.exceptions.X`` missed a plain ClientError.
                 raise self._client.exceptions.from_code(parsed["Error"]["Code"])(parsed, OPERATION)
-            time.sleep(self._backoff.delay_amount(context))
+            time.sleep(delay)
+
+    def _retry_delay(self, attempt: int, response: Any, parsed: dict[str, Any] | None,
+                     caught: Exception | None, request_dict: dict[str, Any]) -> float | None:
+        """Seconds to wait before the next attempt, or None: botocore's own decision, its
+        client's ``needs-retry`` handlers asked as its endpoint asks them (the configured
+        mode's conditions, backoff and retry quota, shared with the client's other calls;
+        S3's 200 with an error inside made a 500). Classes of our own drifted from them:
+        no retry quota, no throttling-aware backoff under botocore's newer retries."""
+        from botocore.hooks import first_non_none_response
+
+        answers = self._client.meta.events.emit(
+            _NEEDS_RETRY, response=None if response is None else (response, parsed), endpoint=None,
+            operation=self._model, attempts=attempt, caught_exception=caught, request_dict=request_dict)
+        delay = first_non_none_response(answers)
+        return None if delay is None or delay is False else float(delay)
 
     def _sent(self, request: Any) -> Any:
         """The answer to ``request``: a ``before-send`` hook's, as botocore's endpoint asks
