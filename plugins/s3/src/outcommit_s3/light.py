@@ -199,6 +199,8 @@ class LightCompleter:
         request must take botocore's path (a parameter this path does not send, an
         address it does not make, no credentials: botocore raises NoCredentialsError, a
         bucket in another region: botocore's redirector resends it there)."""
+        from botocore.handlers import add_recursion_detection_header
+
         if set(kwargs) - _KNOWN or self._credentials is None:
             return None
         url = self.url(kwargs["Bucket"], kwargs["Key"])
@@ -213,6 +215,9 @@ class LightCompleter:
             headers["If-None-Match"] = str(kwargs["IfNoneMatch"])
         if self._requester_pays:
             headers["x-amz-request-payer"] = "requester"
+        # botocore's before-call handler, as is: in AWS Lambda, the X-Ray trace id (AWS's
+        # recursion detection); without it a Lambda's completions were missing from its trace.
+        add_recursion_detection_header({"headers": headers})
         answer: dict[str, Any] | None = None
         try:
             answer = self._send(f"{url}?uploadId={quote(upload_id, safe='')}", headers, body, kwargs)
