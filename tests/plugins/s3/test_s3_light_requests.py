@@ -313,6 +313,8 @@ def test_both_paths_send_the_same_headers_but_the_sdks_own(monkeypatch, s3_confi
     assert set(sent["true"]) - sdk_own == set(sent["false"]) - sdk_own
     assert sent["true"]["x-amz-request-payer"] == sent["false"]["x-amz-request-payer"] == "requester"
     assert sent["true"]["x-amzn-trace-id"] == sent["false"]["x-amzn-trace-id"]
+    # The same parts: the same body, byte for byte (its hash is signed).
+    assert sent["true"]["x-amz-content-sha256"] == sent["false"]["x-amz-content-sha256"]
     # botocore's User-Agent but for its per-request feature list (m/...): S3's access logs
     # and CloudTrail name the same client.
     assert sent["true"]["user-agent"].split(" m/")[0] == sent["false"]["user-agent"].split(" m/")[0]
@@ -424,15 +426,18 @@ def test_a_bucket_in_another_region_is_signed_for_it(light, s3_server, s3_config
     assert "/eu-west-1/s3/aws4_request" in headers[0]["authorization"]
 
 
-@pytest.mark.parametrize("parameter", [{"RequestPayer": "requester"},
-                                       {"ExpectedBucketOwner": "123456789012"}])
-def test_a_parameter_the_light_path_does_not_send_goes_to_botocore(parameter, s3_config, s3_root):
+@pytest.mark.parametrize("parameter, part", [
+    ({"RequestPayer": "requester"}, {}),
+    ({"ExpectedBucketOwner": "123456789012"}, {}),
+    ({}, {"ChecksumCRC32": "AAAAAA=="}),  # a part's field the light path would have dropped
+], ids=["payer", "owner", "part-checksum"])
+def test_a_parameter_the_light_path_does_not_send_goes_to_botocore(parameter, part, s3_config, s3_root):
     store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
     through_botocore = _botocore_completions(store.client)
     path = store.strip(s3_root) + "/parameter.bin"
     _, upload, etags = _upload(store, path)
     bucket, key = store.split(path)
-    parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
+    parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0], **part}]}
     store.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload, **parameter,
                                            MultipartUpload=parts)
     assert len(through_botocore) == 1

@@ -49,6 +49,7 @@ _AFTER_CALL = f"after-call.s3.{OPERATION}"
 #: The key botocore's endpoint resolution is asked about (it does not depend on the key).
 _PROBE_KEY = "outcommit-light-address"
 _KNOWN = frozenset({"Bucket", "Key", "UploadId", "MultipartUpload", "IfNoneMatch"})
+_PART = frozenset({"ETag", "PartNumber"})  # a part's checksums (ChecksumCRC32...): botocore's path
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 #: Answers meaning the bucket is in another region than the client's: botocore's region
 #: redirector re-signs and resends them; this path does not, so it hands the call back.
@@ -59,9 +60,14 @@ _WRONG_REGION = frozenset({"PermanentRedirect", "AuthorizationHeaderMalformed",
 _TEMPORARY_REDIRECTS = frozenset({302, 307})
 
 
+def _element(name: str, value: Any) -> str:
+    return f"<{name}>{int(value) if name == 'PartNumber' else escape(str(value))}</{name}>"
+
+
 def _body(parts: Sequence[dict[str, Any]]) -> bytes:
-    body = "".join(f"<Part><ETag>{escape(str(p['ETag']))}</ETag>"
-                   f"<PartNumber>{int(p['PartNumber'])}</PartNumber></Part>" for p in parts)
+    """The request's XML byte for byte as botocore's serializer writes it: each part's
+    fields in the order the caller gave them (the store gives PartNumber first)."""
+    body = "".join("<Part>" + "".join(_element(k, v) for k, v in p.items()) + "</Part>" for p in parts)
     return (f'<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{body}'
             "</CompleteMultipartUpload>").encode()
 
@@ -110,6 +116,13 @@ def _success(root: ET.Element | None, metadata: dict[str, Any]) -> dict[str, Any
     return {"Error": {"Code": "InternalError", "Message": f"a 2xx answer with {what}, not a "
                                                           "CompleteMultipartUploadResult with an ETag"},
             "ResponseMetadata": metadata}
+
+
+def _plain_parts(kwargs: dict[str, Any]) -> bool:
+    """Parts of ETag and PartNumber alone: anything else (a part's checksum) was dropped."""
+    upload = kwargs.get("MultipartUpload")
+    return (isinstance(upload, dict) and set(upload) == {"Parts"}
+            and all(isinstance(p, dict) and set(p) <= _PART for p in upload["Parts"]))
 
 
 _REDIRECTED: dict[str, Any] = {}  # _send's answer when the bucket is in another region
@@ -201,7 +214,7 @@ class LightCompleter:
         bucket in another region: botocore's redirector resends it there)."""
         from botocore.handlers import add_recursion_detection_header
 
-        if set(kwargs) - _KNOWN or self._credentials is None:
+        if set(kwargs) - _KNOWN or self._credentials is None or not _plain_parts(kwargs):
             return None
         url = self.url(kwargs["Bucket"], kwargs["Key"])
         if url is None:
