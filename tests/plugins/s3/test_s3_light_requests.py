@@ -491,3 +491,55 @@ def test_retries_are_botocores_own_decision(s3_server, s3_config, s3_root):
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][1:] == (3, 2, True)
     assert "(reached max retries: 2)" in outcomes[0][0]
+
+
+def _self_signed(directory: Any) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key (PEM files): a private CA's endpoint."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outcommit test CA")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+                   .public_key(key.public_key())
+                   .serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(days=1))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.SubjectAlternativeName(
+                       [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .sign(key, hashes.SHA256()))
+    cert_file, key_file = directory / "ca.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+@pytest.mark.parametrize("light", ["true", "false"])
+def test_requests_ca_bundle_is_trusted_as_botocore_trusts_it(light, monkeypatch, tmp_path, s3_server,
+                                                            s3_config, s3_root):
+    """An HTTPS endpoint signed by a private CA named in REQUESTS_CA_BUNDLE (botocore's
+    endpoint honours it when no ca_bundle is configured): the completion lands on both
+    paths (the light path trusted only the AWS ca_bundle, else certifi's roots)."""
+    import ssl
+
+    cert_file, key_file = _self_signed(tmp_path)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", cert_file)
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert_file, key_file)
+        proxy._server.socket = context.wrap_socket(proxy._server.socket, server_side=True)  # HTTPS in front
+        config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url.replace("http://", "https://")}
+        store = outcommit.open_store(s3_root, config)
+        path = store.strip(s3_root) + "/private-ca.bin"
+        mp, upload, etags = _upload(store, path)
+        etag = mp.complete(path, upload, etags)
+    assert store.info(path).etag == etag

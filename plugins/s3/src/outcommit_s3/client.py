@@ -111,7 +111,10 @@ def _light_completer(client: Any, settings: S3Settings, session: Any, keys: dict
 
     credentials = (Credentials(keys["aws_access_key_id"], keys["aws_secret_access_key"],
                                keys.get("aws_session_token")) if keys else session.get_credentials())
-    verify = session.get_config_variable("ca_bundle") or True
+    # botocore's: the AWS ca_bundle (AWS_CA_BUNDLE, the config file), else REQUESTS_CA_BUNDLE
+    # (its EndpointCreator), else certifi's roots. Without REQUESTS_CA_BUNDLE a private CA's
+    # endpoint that botocore trusted failed the light completions' TLS handshakes.
+    verify = session.get_config_variable("ca_bundle") or os.environ.get("REQUESTS_CA_BUNDLE") or True
     # botocore's EndpointCreator: the config's proxies, else the environment's for the endpoint.
     proxies = client.meta.config.proxies or get_environ_proxies(client.meta.endpoint_url)
     return LightCompleter(client, credentials, verify, settings.max_connections,
