@@ -543,3 +543,22 @@ def test_requests_ca_bundle_is_trusted_as_botocore_trusts_it(light, monkeypatch,
         mp, upload, etags = _upload(store, path)
         etag = mp.complete(path, upload, etags)
     assert store.info(path).etag == etag
+
+
+def test_the_answer_reads_as_botocores(s3_config, s3_root):
+    """What a caller of the client reads of a completion: the ETag, and the response
+    metadata's keys, header names (lower case, as botocore gives them) and retry count."""
+    answers = {}
+    for light in ("true", "false"):
+        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: light})
+        path = store.strip(s3_root) + f"/answer-{light}.bin"
+        _, upload, etags = _upload(store, path)
+        bucket, key = store.split(path)
+        parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
+        answers[light] = store.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                                                MultipartUpload=parts)
+    light, botocore = answers["true"], answers["false"]
+    assert light["ETag"] == botocore["ETag"]
+    assert set(light["ResponseMetadata"]) == set(botocore["ResponseMetadata"])
+    assert set(light["ResponseMetadata"]["HTTPHeaders"]) == set(botocore["ResponseMetadata"]["HTTPHeaders"])
+    assert light["ResponseMetadata"]["RetryAttempts"] == botocore["ResponseMetadata"]["RetryAttempts"] == 0

@@ -85,8 +85,14 @@ def parse_answer(status: int, headers: Any, data: bytes) -> dict[str, Any]:
     CompleteMultipartUploadResult naming an ETag; any other 2xx (an <Error> inside, a
     truncated body, a gateway's page) is a 500 InternalError, retried, as botocore's
     ``_looks_like_special_case_error`` makes S3's 200-with-an-error."""
-    metadata = {"HTTPStatusCode": status, "HTTPHeaders": dict(headers),
-                "RequestId": headers.get("x-amz-request-id", ""), "HostId": headers.get("x-amz-id-2", "")}
+    # botocore's shape (its parser's _populate_response_metadata): lower-case header names,
+    # RequestId from either request id header, HostId beside S3's own.
+    names = {k.lower(): v for k, v in headers.items()}
+    metadata: dict[str, Any] = {"HTTPStatusCode": status, "HTTPHeaders": names}
+    if "x-amzn-requestid" in names:
+        metadata["RequestId"] = names["x-amzn-requestid"]
+    elif "x-amz-request-id" in names:
+        metadata.update(RequestId=names["x-amz-request-id"], HostId=names.get("x-amz-id-2", ""))
     root = None
     if data.strip():
         try:
@@ -261,22 +267,25 @@ class LightCompleter:
                 hook(OPERATION, kwargs, 0 if response is None else response.status_code)
             if parsed is not None:
                 parsed["ResponseMetadata"]["RetryAttempts"] = attempt - 1  # as botocore's endpoint
-            if caught is None and parsed is not None and "Error" not in parsed:
+            handed = None if parsed is None or "Error" not in parsed else _redirect(parsed)
+            if handed is not None:
+                return handed
+            # Asked after every attempt, a success too, as botocore's endpoint asks (its
+            # handlers then note MaxAttemptsReached in the answer's metadata).
+            delay = self._retry_delay(attempt, response, parsed, caught, request_dict)
+            if delay is not None:
+                time.sleep(delay)
+                continue
+            if caught is not None:
+                raise caught
+            assert parsed is not None  # nothing caught: the answer was parsed
+            if "Error" not in parsed:
                 self._client.meta.events.emit(_AFTER_CALL, http_response=response, parsed=parsed,
                                               model=self._model, context=request_dict["context"])
                 return parsed
-            handed = None if parsed is None else _redirect(parsed)
-            if handed is not None:
-                return handed
-            delay = self._retry_delay(attempt, response, parsed, caught, request_dict)
-            if delay is None:
-                if caught is not None:
-                    raise caught
-                assert parsed is not None  # nothing caught: the answer was parsed
-                # botocore's modeled class (client.exceptions.NoSuchUpload...), as its client
-                # raises: ``except client.exceptions.X`` missed a plain ClientError.
-                raise self._client.exceptions.from_code(parsed["Error"]["Code"])(parsed, OPERATION)
-            time.sleep(delay)
+            # botocore's modeled class (client.exceptions.NoSuchUpload...), as its client
+            # raises: ``except client.exceptions.X`` missed a plain ClientError.
+            raise self._client.exceptions.from_code(parsed["Error"]["Code"])(parsed, OPERATION)
 
     def _retry_delay(self, attempt: int, response: Any, parsed: dict[str, Any] | None,
                      caught: Exception | None, request_dict: dict[str, Any]) -> float | None:
