@@ -157,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-files", default="100000,1000000")
     parser.add_argument("--prefixes", default="1,10,100", help="prefixes the files spread over")
     parser.add_argument("--light", action="store_true",
-                        help="outcommit.s3.light-requests=true (CompleteMultipartUpload's light path)")
+                        help="outcommit.s3.light-requests=true, the store's default (the light"
+                             " CompleteMultipartUpload path); without it false: every completion"
+                             " through botocore's client")
     parser.add_argument("--threads", default=str(CONNECTIONS),
                         help="outcommit.committer.threads measured, comma-separated (the model: the first)")
     parser.add_argument("--keep-alive", action="store_true",

@@ -40,10 +40,11 @@ def s3_server(moto_server: Any) -> Any:
 def s3_config(s3_server: Any, tmp_path: Path) -> dict[str, Any]:
     """Reach the moto server; no real backoff (retries are counted, never waited for).
 
-    ``OUTCOMMIT_TEST_S3_LIGHT_REQUESTS=true`` runs the S3 tests with the light
-    CompleteMultipartUpload path on (``outcommit.s3.light-requests``)."""
-    light = {"outcommit.s3.light-requests": "true"} if os.environ.get("OUTCOMMIT_TEST_S3_LIGHT_REQUESTS") \
-        == "true" else {}
+    ``OUTCOMMIT_TEST_S3_LIGHT_REQUESTS=false`` runs the S3 tests with the light
+    CompleteMultipartUpload path off (``outcommit.s3.light-requests``, on by default):
+    every completion through botocore's client."""
+    light = {"outcommit.s3.light-requests": "false"} if os.environ.get("OUTCOMMIT_TEST_S3_LIGHT_REQUESTS") \
+        == "false" else {}
     return {**s3_server.config, "outcommit.committer.threads": "4", "outcommit.retry.backoff-ms": "0",
             "outcommit.s3.staging.tmp-dir": str(tmp_path / "staging"), **light}
 

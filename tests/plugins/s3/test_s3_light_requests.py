@@ -1,5 +1,6 @@
-"""outcommit.s3.light-requests: CompleteMultipartUpload without botocore's client machinery
-(``outcommit_s3.light``), against the moto server over HTTP and the fault proxy.
+"""outcommit.s3.light-requests (on by default): CompleteMultipartUpload without botocore's
+client machinery (``outcommit_s3.light``), against the moto server over HTTP and the
+fault proxy.
 
 Each fault test runs on both paths (light on and off) and asserts the same outcome: the
 light path must keep botocore's retry rules and the store's error translation.
@@ -446,8 +447,8 @@ def test_a_parameter_the_light_path_does_not_send_goes_to_botocore(parameter, pa
 
 @pytest.mark.parametrize("light", ["true", "false"])
 def test_the_cost_models_meter_charges_every_completion_attempt(light, s3_server, s3_config, s3_root):
-    """attach_botocore charges per attempt on botocore's events, which the light path never
-    fires: a retried completion is two requests on both paths."""
+    """attach_botocore charges per attempt on botocore's events, which the light path does
+    not fire before its request: a retried completion is two requests on both paths."""
     from outcommit_devtools.costmodel import Meter, attach_botocore
 
     with FaultProxy(s3_server.endpoint_url) as proxy:
@@ -562,3 +563,9 @@ def test_the_answer_reads_as_botocores(s3_config, s3_root):
     assert set(light["ResponseMetadata"]) == set(botocore["ResponseMetadata"])
     assert set(light["ResponseMetadata"]["HTTPHeaders"]) == set(botocore["ResponseMetadata"]["HTTPHeaders"])
     assert light["ResponseMetadata"]["RetryAttempts"] == botocore["ResponseMetadata"]["RetryAttempts"] == 0
+
+
+def test_the_light_path_is_the_default_and_can_be_turned_off(s3_server, s3_root):
+    """Issue 30: on unless outcommit.s3.light-requests=false (then botocore's client)."""
+    assert outcommit.open_store(s3_root, s3_server.config).client.light is not None
+    assert outcommit.open_store(s3_root, {**s3_server.config, LIGHT: "false"}).client.light is None

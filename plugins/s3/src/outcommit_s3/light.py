@@ -3,8 +3,8 @@
 Why: job commit spends most of its client CPU in botocore's per-request machinery
 (serializer, ~40 event handlers, parser: ~0.75 ms per CompleteMultipartUpload), while
 building the same request by hand and signing it with botocore's own signer measured
-0.16-0.2 ms (benchmarks/client_cpu.py, ``resigned``). Off by default
-(``outcommit.s3.light-requests``); on, only this one request takes the light path, and
+0.16-0.2 ms (benchmarks/client_cpu.py, ``resigned``). On by default
+(``outcommit.s3.light-requests``, false turns it off); only this one request takes it, and
 only at the URL botocore itself gives the bucket (its endpoint resolution, asked once per
 bucket: path or virtual-host style, a custom endpoint's, FIPS,
 dual-stack, accelerate, the AWS config file's settings); anything else goes through the

@@ -134,10 +134,10 @@ KEYS: dict[str, str] = {
     READ_TIMEOUT: "seconds (or 60s, 2m) to wait for an answer (default 60)",
     PROBE: "true (default): before the first request, check the endpoint accepts connections, so a "
            "wrong endpoint fails in a second with a clear error instead of after retries",
-    LIGHT_REQUESTS: "true: CompleteMultipartUpload (job commit's request per file) is signed and "
-                    "sent without botocore's client machinery, with its credentials, signer, HTTP "
-                    "session and standard retries (about half of that request's client CPU; "
-                    "docs/performance.md); default false",
+    LIGHT_REQUESTS: "CompleteMultipartUpload (job commit's request per file) signed and sent "
+                    "without botocore's client machinery, with its credentials, address, signer, "
+                    "HTTP session and retry handlers (about half of that request's client CPU; "
+                    "docs/performance.md); false: through botocore's client (default true)",
     MAGIC_IN_MEMORY: "magic: keep a task's uploads in the memory of the process that set the task "
                      "up (default true); false: every writer saves .pending files (writers in "
                      "several processes)",
@@ -285,7 +285,7 @@ class S3Settings:
     connect_timeout: float = 5.0
     read_timeout: float = 60.0
     probe: bool = True
-    light_requests: bool = False
+    light_requests: bool = True
 
     @classmethod
     def from_config(cls, config: Config) -> S3Settings:
@@ -320,7 +320,7 @@ class S3Settings:
             connect_timeout=_seconds(CONNECT_TIMEOUT, setting(config, CONNECT_TIMEOUT), 5.0),
             read_timeout=_seconds(READ_TIMEOUT, setting(config, READ_TIMEOUT), 60.0),
             probe=config.get_bool(PROBE, True),
-            light_requests=config.get_bool(LIGHT_REQUESTS, False),
+            light_requests=config.get_bool(LIGHT_REQUESTS, True),
         )
 
 
