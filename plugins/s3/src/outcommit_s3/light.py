@@ -10,15 +10,18 @@ bucket: path or virtual-host style, a custom endpoint's, FIPS,
 dual-stack, accelerate, the AWS config file's settings); anything else goes through the
 botocore client unchanged.
 
-What it keeps of botocore, through its public classes:
+What it keeps of botocore, through its public classes (and one method of its client,
+``_resolve_endpoint_ruleset``: gone or failing, botocore's path takes the call):
 
 * credentials: the client's own chain (explicit keys, profile, environment, instance
   role, an assumed role's refreshing credentials), read with ``get_frozen_credentials()``
   per attempt, so refreshed ones are used;
 * signing: ``botocore.auth.S3SigV4Auth`` on a ``botocore.awsrequest.AWSRequest``;
 * hooks: ``before-send`` handlers on the client's events answer first, as in botocore's
-  endpoint (the other events, ``before-call`` included, do not fire: the store counts
-  its requests through ``before_call`` here);
+  endpoint; ``needs-retry`` and ``after-call`` fire as there; the events before the
+  request (``before-parameter-build``, ``before-call``, ``request-created``) do not: the
+  store counts its requests through ``before_call`` here, request meters through
+  ``after_attempt``;
 * HTTP: botocore's ``URLLib3Session`` (its pool, timeouts, CA bundle; its connection
   errors are botocore's exceptions, which the store translates as before);
 * retries: botocore's own decision, per attempt: the client's ``needs-retry`` handlers
