@@ -569,3 +569,36 @@ def test_the_light_path_is_the_default_and_can_be_turned_off(s3_server, s3_root)
     """Issue 30: on unless outcommit.s3.light-requests=false (then botocore's client)."""
     assert outcommit.open_store(s3_root, s3_server.config).client.light is not None
     assert outcommit.open_store(s3_root, {**s3_server.config, LIGHT: "false"}).client.light is None
+
+
+def test_a_result_in_another_xml_namespace_is_a_completion_on_both_paths(s3_server, s3_config, s3_root):
+    """botocore's parser drops namespaces: a CompleteMultipartUploadResult naming an ETag is
+    the completion whatever its xmlns. Read as an InternalError, the light path retried an
+    upload already completed, and where the store's multipart ETag is not S3's md5 of md5s
+    the idempotence check then raised UploadGoneError for data that was committed."""
+    body = (b'<?xml version="1.0"?><CompleteMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01">'
+            b'<Location>x</Location><Bucket>b</Bucket><Key>k</Key><ETag>"abc-1"</ETag>'
+            b"</CompleteMultipartUploadResult>")
+    seen = []
+    for light in ("true", "false"):
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
+            store = outcommit.open_store(s3_root, config)
+            path = store.strip(s3_root) + f"/namespace-{light}.bin"
+            mp, upload, etags = _upload(store, path)
+            rule = proxy.add(Rule("namespace", respond(200, body), **COMPLETE))
+            bucket, key = store.split(path)
+            answer = store.client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=upload,
+                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etags[0]}]})
+            seen.append((answer["ETag"], rule.matched))
+            assert mp.abort(path, upload)  # the proxy answered: the upload is still pending
+    assert seen[0] == seen[1] == ('"abc-1"', 1)
+
+
+def test_an_error_in_another_xml_namespace_keeps_its_code():
+    from outcommit_s3.light import parse_answer
+
+    body = b'<Error xmlns="urn:other"><Code>AccessDenied</Code><Message>no</Message></Error>'
+    assert parse_answer(403, {}, body)["Error"] == {"Code": "AccessDenied", "Message": "no"}
+

@@ -53,7 +53,6 @@ _AFTER_CALL = f"after-call.s3.{OPERATION}"
 _PROBE_KEY = "outcommit-light-address"
 _KNOWN = frozenset({"Bucket", "Key", "UploadId", "MultipartUpload", "IfNoneMatch"})
 _PART = frozenset({"ETag", "PartNumber"})  # a part's checksums (ChecksumCRC32...): botocore's path
-_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 #: Answers meaning the bucket is in another region than the client's: botocore's region
 #: redirector re-signs and resends them; this path does not, so it hands the call back.
 _WRONG_REGION = frozenset({"PermanentRedirect", "AuthorizationHeaderMalformed",
@@ -76,10 +75,13 @@ def _body(parts: Sequence[dict[str, Any]]) -> bytes:
 
 
 def _text(root: ET.Element, name: str) -> str:
-    found = root.find(f"{_NS}{name}")
-    if found is None:
-        found = root.find(name)  # S3's <Error> bodies carry no namespace
-    return found.text or "" if found is not None else ""
+    """The text of ``root``'s child ``name``, whatever its namespace, as botocore's parser
+    reads it (it drops namespaces): S3's <Error> bodies carry none, its results S3's, and
+    a store answering in another one still completed the upload."""
+    for child in root:
+        if child.tag.rpartition("}")[2] == name:
+            return child.text or ""
+    return ""
 
 
 def parse_answer(status: int, headers: Any, data: bytes) -> dict[str, Any]:
