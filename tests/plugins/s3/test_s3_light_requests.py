@@ -8,6 +8,7 @@ light path must keep botocore's retry rules and the store's error translation.
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
@@ -602,3 +603,14 @@ def test_an_error_in_another_xml_namespace_keeps_its_code():
     body = b'<Error xmlns="urn:other"><Code>AccessDenied</Code><Message>no</Message></Error>'
     assert parse_answer(403, {}, body)["Error"] == {"Code": "AccessDenied", "Message": "no"}
 
+
+def test_tcp_keepalive_in_the_aws_config_file_holds_on_the_light_path(monkeypatch, tmp_path, s3_config,
+                                                                       s3_root):
+    """botocore's endpoint turns TCP keep-alive on for ``tcp_keepalive = true`` in the AWS
+    config file, not only for the client's Config: so must the light path's connections."""
+    (tmp_path / "aws-config").write_text("[default]\ntcp_keepalive = true\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    client = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"}).client
+    botocores = client._client._endpoint.http_session
+    assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in botocores._socket_options
+    assert client.light._http._socket_options == botocores._socket_options

@@ -117,10 +117,15 @@ def _light_completer(client: Any, settings: S3Settings, session: Any, keys: dict
     verify = session.get_config_variable("ca_bundle") or os.environ.get("REQUESTS_CA_BUNDLE") or True
     # botocore's EndpointCreator: the config's proxies, else the environment's for the endpoint.
     proxies = client.meta.config.proxies or get_environ_proxies(client.meta.endpoint_url)
+    # botocore's EndpointCreator: TCP keep-alive from the config, or the AWS config file's
+    # tcp_keepalive = true (the light path's connections kept it off, NAT idle timeouts too).
+    scoped = session.get_scoped_config() or {}
+    keepalive = scoped.get("tcp_keepalive", False)
+    keepalive = keepalive if isinstance(keepalive, bool) else str(keepalive).lower() == "true"
     return LightCompleter(client, credentials, verify, settings.max_connections,
                           (settings.connect_timeout, settings.read_timeout),
                           requester_pays=settings.requester_pays, proxies=proxies,
-                          proxies_config=client.meta.config.proxies_config)
+                          proxies_config=client.meta.config.proxies_config, tcp_keepalive=keepalive)
 
 
 def parse_timestamp(value: Any) -> datetime:

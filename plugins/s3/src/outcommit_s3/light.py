@@ -154,7 +154,7 @@ class LightCompleter:
     def __init__(self, client: Any, credentials: Any, verify: Any, max_connections: int,
                  timeouts: tuple[float, float],
                  requester_pays: bool = False, proxies: dict[str, str] | None = None,
-                 proxies_config: dict[str, Any] | None = None) -> None:
+                 proxies_config: dict[str, Any] | None = None, tcp_keepalive: bool = False) -> None:
         from botocore.httpsession import URLLib3Session
 
         self._client = client
@@ -166,7 +166,9 @@ class LightCompleter:
         # TCP_NODELAY as botocore's client sets it: without it, the body's segment waited for
         # the server's delayed ACK of the headers' (40 ms per completion, measured).
         options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-        if getattr(client.meta.config, "tcp_keepalive", None):
+        # Keep-alive as botocore's EndpointCreator: the client's config or the AWS config
+        # file's tcp_keepalive (``tcp_keepalive``, the caller reads the file).
+        if tcp_keepalive or getattr(client.meta.config, "tcp_keepalive", None):
             options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
         # The proxies botocore's endpoint uses (HTTPS_PROXY, the config's): without them this
         # request alone bypassed a proxy that a network reaches S3 only through.
