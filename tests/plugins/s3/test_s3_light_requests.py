@@ -614,3 +614,36 @@ def test_tcp_keepalive_in_the_aws_config_file_holds_on_the_light_path(monkeypatc
     botocores = client._client._endpoint.http_session
     assert (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1) in botocores._socket_options
     assert client.light._http._socket_options == botocores._socket_options
+
+
+def test_the_answer_carries_what_botocores_parser_reads(s3_config, s3_root):
+    """VersionId, ServerSideEncryption (headers), Bucket and Key (body): what botocore's
+    client returns of a completion, the light path's answer returns too (it gave ETag and
+    Location alone: a caller reading the completed object's VersionId got a KeyError)."""
+    answers = {}
+    for light in ("true", "false"):
+        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: light,
+                                               "outcommit.s3.encryption.algorithm": "SSE-KMS"})
+        path = store.strip(s3_root) + f"/fields-{light}.bin"
+        _, upload, etags = _upload(store, path)
+        bucket, key = store.split(path)
+        parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
+        answer = store.client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                                        MultipartUpload=parts)
+        answers[light] = {k: str(v).replace(light, "LIGHT") for k, v in answer.items()
+                          if k != "ResponseMetadata"}
+    assert answers["false"].keys() >= {"VersionId", "ServerSideEncryption", "Bucket", "Key"}
+    assert answers["true"] == answers["false"]
+
+
+def test_a_boolean_header_of_the_answer_reads_as_botocores():
+    import botocore.session
+
+    from outcommit_s3.light import answer_fields, parse_answer
+
+    model = botocore.session.get_session().get_service_model("s3").operation_model("CompleteMultipartUpload")
+    body = (b'<CompleteMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+            b'<ETag>"e-1"</ETag></CompleteMultipartUploadResult>')
+    headers = {"x-amz-server-side-encryption-bucket-key-enabled": "true", "x-amz-version-id": "v1"}
+    answer = parse_answer(200, headers, body, answer_fields(model))
+    assert (answer["BucketKeyEnabled"], answer["VersionId"], answer["ETag"]) == (True, "v1", '"e-1"')

@@ -84,7 +84,25 @@ def _text(root: ET.Element, name: str) -> str:
     return ""
 
 
-def parse_answer(status: int, headers: Any, data: bytes) -> dict[str, Any]:
+#: Members of the answer beyond ETag and Location: (member, header name or "" for the
+#: body's element, boolean?). From the operation's output shape (``answer_fields``).
+Fields = tuple[tuple[str, str, bool], ...]
+
+
+def answer_fields(model: Any) -> Fields:
+    """The output shape's members botocore's parser fills, as (member, header, boolean):
+    VersionId, the SSE headers, Expiration, RequestCharged; Bucket, Key, the checksums."""
+    fields = []
+    for name, shape in model.output_shape.members.items():
+        where = shape.serialization.get("location")
+        if name in ("ETag", "Location") or where not in (None, "header"):
+            continue
+        header = str(shape.serialization.get("name", name)).lower() if where == "header" else ""
+        fields.append((name, header, shape.type_name == "boolean"))
+    return tuple(fields)
+
+
+def parse_answer(status: int, headers: Any, data: bytes, fields: Fields = ()) -> dict[str, Any]:
     """The answer as botocore would parse it: {'ETag': ...} or {'Error': {...}} with
     ResponseMetadata. A 2xx is a completion only when its body is a
     CompleteMultipartUploadResult naming an ETag; any other 2xx (an <Error> inside, a
@@ -105,20 +123,28 @@ def parse_answer(status: int, headers: Any, data: bytes) -> dict[str, Any]:
         except ET.ParseError:
             root = None  # a proxy's HTML page, a body cut short: the status alone tells
     if status < 300:
-        return _success(root, metadata)
+        return _success(root, metadata, names, fields)
     if root is not None and root.tag.rpartition("}")[2] == "Error":
         return {"Error": {"Code": _text(root, "Code") or str(status), "Message": _text(root, "Message")},
                 "ResponseMetadata": metadata}
     return {"Error": {"Code": str(status), "Message": ""}, "ResponseMetadata": metadata}
 
 
-def _success(root: ET.Element | None, metadata: dict[str, Any]) -> dict[str, Any]:
+def _success(root: ET.Element | None, metadata: dict[str, Any], headers: dict[str, Any],
+             fields: Fields) -> dict[str, Any]:
     """A 2xx's answer. Only a CompleteMultipartUploadResult with a non-empty ETag is one:
     taking anything else for success would count an upload as completed that was not."""
     tag = "" if root is None else root.tag.rpartition("}")[2]
     if root is not None and tag == "CompleteMultipartUploadResult" and _text(root, "ETag"):
-        return {"ETag": _text(root, "ETag"), "Location": _text(root, "Location"),
-                "ResponseMetadata": metadata}
+        answer: dict[str, Any] = {"ETag": _text(root, "ETag"), "Location": _text(root, "Location")}
+        # The rest as botocore's parser gives it (VersionId, ServerSideEncryption, Bucket...):
+        # present when the answer carries it; a caller of the client read them there.
+        for name, header, boolean in fields:
+            value = headers.get(header) if header else _text(root, name) or None
+            if value is not None:
+                answer[name] = value.strip().lower() == "true" if boolean else value
+        answer["ResponseMetadata"] = metadata
+        return answer
     metadata["HTTPStatusCode"] = 500  # botocore: S3's 200 with an error (or a cut body) inside
     if root is not None and tag == "Error":
         return {"Error": {"Code": _text(root, "Code") or "InternalError", "Message": _text(root, "Message")},
@@ -175,6 +201,7 @@ class LightCompleter:
         self._http = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
                                     socket_options=options, proxies=proxies, proxies_config=proxies_config)
         self._model = client.meta.service_model.operation_model(OPERATION)
+        self._fields = answer_fields(self._model)
         # botocore's User-Agent (its version, the config's app id and extra): without it
         # urllib3's went out, and S3's access logs and CloudTrail named another client.
         self._user_agent = str(getattr(client.meta.config, "user_agent", "") or "")
@@ -267,7 +294,8 @@ class LightCompleter:
             parsed, response, caught = None, None, None
             try:
                 response = self._sent(self._signed(url, headers, body))
-                parsed = parse_answer(response.status_code, response.headers, response.content)
+                parsed = parse_answer(response.status_code, response.headers, response.content,
+                                      self._fields)
             except Exception as exc:  # botocore's connection errors: retried as botocore does
                 caught = exc
             for hook in self.after_attempt:
