@@ -8,7 +8,9 @@ light path must keep botocore's retry rules and the store's error translation.
 
 from __future__ import annotations
 
+import logging
 import socket
+import time
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from s3_helpers import outcome, run_task, start
 
 import outcommit
 from outcommit.errors import StoreCredentialsError, UploadPendingError
-from outcommit_devtools.faultproxy import FaultProxy, Rule, drop_response, respond, s3_error
+from outcommit_devtools.faultproxy import FaultProxy, Rule, delay, drop_response, respond, s3_error
 
 LIGHT = "outcommit.s3.light-requests"
 COMPLETE = {"method": "POST", "query": r"uploadId="}
@@ -647,3 +649,126 @@ def test_a_boolean_header_of_the_answer_reads_as_botocores():
     headers = {"x-amz-server-side-encryption-bucket-key-enabled": "true", "x-amz-version-id": "v1"}
     answer = parse_answer(200, headers, body, answer_fields(model))
     assert (answer["BucketKeyEnabled"], answer["VersionId"], answer["ETag"]) == (True, "v1", '"e-1"')
+
+
+# -- review of issue 30's default: properties that held, kept as tests ----------------------
+def test_a_read_timeout_after_the_server_completed_ends_as_on_botocores_path(s3_server, s3_config, s3_root):
+    outcomes = []
+    for light in ("true", "false"):
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
+                      "outcommit.s3.connection.timeout": "1s"}
+            store = outcommit.open_store(s3_root, config)
+            path = store.strip(s3_root) + f"/timeout-{light}.bin"
+            mp, upload, etags = _upload(store, path)
+            rule = proxy.add(Rule("slow", delay(2.0), **COMPLETE))
+            started = time.monotonic()
+            etag = mp.complete(path, upload, etags)
+            took = time.monotonic() - started
+            time.sleep(1.5)  # the delayed first request reaches the server
+            outcomes.append((etag == store.info(path).etag, store.read_bytes(path), rule.fired, rule.matched,
+                             mp.is_pending(path, upload), round(took)))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_light_path_logs_no_secret(caplog, s3_server, s3_config, s3_root):
+    token = "FQoGZXIvYXdzEJr" + "x" * 60
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        config = {**s3_config, LIGHT: "true", "outcommit.s3.endpoint": proxy.url,
+                  "outcommit.s3.access-key": "AKIAIOSFODNN7EXAMPLE", "outcommit.s3.secret-key": secret,
+                  "outcommit.s3.session-token": token, "outcommit.s3.retry.max-attempts": "2",
+                  "outcommit.retry.attempts": "1"}
+        store = outcommit.open_store(s3_root, config)
+        path = store.strip(s3_root) + "/secret.bin"
+        mp, upload, etags = _upload(store, path)
+        proxy.add(Rule("bad", respond(403, s3_error("SignatureDoesNotMatch")), **COMPLETE, times=-1))
+        with caplog.at_level(logging.DEBUG), pytest.raises(StoreCredentialsError) as raised:
+            mp.complete(path, upload, etags)
+        text = "\n".join(r.getMessage() for r in caplog.records) + str(raised.value) + repr(raised.value)
+        text += repr(store.client.light.__dict__)
+    assert token not in text and secret not in text
+    signature_lines = [r.getMessage() for r in caplog.records if "Signature" in r.getMessage()]
+    assert signature_lines  # botocore.auth logged its signing
+
+
+def _sent_urls(store: Any) -> list[str]:
+    seen: list[str] = []
+    store.client.meta.events.register("before-send.s3.CompleteMultipartUpload",
+                                      lambda request, **_: seen.append(request.url))
+    return seen
+
+
+@pytest.mark.parametrize("name", ["a b+c", "é/ü~x", "p%20q", "semi;colon=eq&amp", "q?x#y", "a//b",
+                                  "./dot/../x", "tab\tnl", "star*(paren)!'", "[br]{c}|^`"])
+def test_odd_keys_are_addressed_as_botocore_addresses_them(name, s3_config, s3_root):
+    urls = {}
+    for light in ("true", "false"):
+        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: light})
+        sent = _sent_urls(store)
+        path = store.strip(s3_root) + f"/{light}/{name}"
+        mp, upload, etags = _upload(store, path)
+        assert mp.complete(path, upload, etags) == store.info(path).etag
+        urls[light] = sent[0].split("?")[0].replace("/true/", "/LIGHT/").replace("/false/", "/LIGHT/")
+    assert urls["true"] == urls["false"]
+
+
+def test_a_job_commit_on_64_threads_discards_no_connection(caplog, s3_config, s3_root):
+    url = f"{s3_root}/wide"
+    config = {**s3_config, "outcommit.committer.threads": "64", LIGHT: "true"}
+    committer, job = start(url, config)
+    files = {f"part-{i:04d}.txt": f"data {i}".encode() for i in range(256)}
+    messages = [run_task(committer, job, i, dict(list(files.items())[i * 32:(i + 1) * 32])) for i in range(8)]
+    with caplog.at_level(logging.WARNING, logger="urllib3"):
+        committer.commit_job(job, messages)
+    visible, leftovers = outcome(url, s3_config)
+    assert len([k for k in visible if "part-" in k]) == 256 and leftovers == []
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
+
+
+def test_when_botocores_ruleset_method_fails_botocore_takes_the_call(s3_config, s3_root):
+    store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
+    raw = store.client._client
+    original = raw._resolve_endpoint_ruleset
+
+    def failing(model: Any, params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if params.get("Key") == "outcommit-light-address":  # the light path's probe only
+            raise RuntimeError("botocore changed")
+        return original(model, params, *args, **kwargs)
+
+    raw._resolve_endpoint_ruleset = failing
+    seen = []
+    raw.meta.events.register("before-call.s3.CompleteMultipartUpload", lambda **_: seen.append(1))
+    path = store.strip(s3_root) + "/fallback.bin"
+    mp, upload, etags = _upload(store, path)
+    assert mp.complete(path, upload, etags) == store.info(path).etag
+    assert seen == [1]
+    del raw._resolve_endpoint_ruleset
+    store.client.light._bases.clear()
+    raw._resolve_endpoint_ruleset = None  # gone (not callable)
+    assert store.client.light.url(store.split(path)[0], "k") is None
+
+
+def test_refreshing_credentials_are_renewed_per_attempt(s3_server, s3_config, s3_root):
+    import datetime
+
+    from botocore.credentials import RefreshableCredentials
+
+    store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
+    path = store.strip(s3_root) + "/refresh.bin"
+    mp, upload, etags = _upload(store, path)
+    issued = []
+
+    def fetch() -> dict[str, str]:
+        issued.append(f"AKIAREFRESH{len(issued):09d}")
+        expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=1)
+        return {"access_key": issued[-1], "secret_key": "s" * 40, "token": "t" * 40,
+                "expiry_time": expiry.isoformat()}
+
+    store.client.light._credentials = RefreshableCredentials.create_from_metadata(fetch(), fetch, "test")
+    keys = []
+    store.client.meta.events.register(
+        "before-send.s3.CompleteMultipartUpload",
+        lambda request, **_: keys.append(str(request.headers["Authorization"]).split("Credential=")[1][:20]))
+    assert mp.complete(path, upload, etags) == store.info(path).etag
+    assert keys and keys[0] != issued[0]
