@@ -772,3 +772,17 @@ def test_refreshing_credentials_are_renewed_per_attempt(s3_server, s3_config, s3
         lambda request, **_: keys.append(str(request.headers["Authorization"]).split("Credential=")[1][:20]))
     assert mp.complete(path, upload, etags) == store.info(path).etag
     assert keys and keys[0] != issued[0]
+
+
+def test_closing_the_store_closes_the_light_paths_connections(s3_config, s3_root):
+    """store.close() closed botocore's client alone: the light path's pool (up to
+    fs.s3a.connection.maximum keep-alive connections) stayed open until garbage collection,
+    in a long-running driver that opens a store per job."""
+    store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
+    path = store.strip(s3_root) + "/closed.bin"
+    mp, upload, etags = _upload(store, path)
+    mp.complete(path, upload, etags)
+    pools = store.client.light._http._manager.pools
+    assert len(pools) == 1  # the completion's connection, kept alive
+    store.close()
+    assert len(pools) == 0

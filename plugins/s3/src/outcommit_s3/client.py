@@ -244,6 +244,14 @@ class TranslatingClient:
             raise translated from exc
         return answer if answer is not None else self.__getattr__("complete_multipart_upload")(**kwargs)
 
+    def close(self) -> None:
+        """botocore's client's connections, and the light path's pool of its own."""
+        try:
+            if self.light is not None:
+                self.light.close()
+        finally:
+            self._client.close()
+
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._client, name)
         if name in ("meta", "exceptions") or not callable(attribute):

@@ -216,6 +216,10 @@ class LightCompleter:
         #: Buckets answered from another region: botocore's path takes them from then on.
         self.redirected: set[str] = set()
 
+    def close(self) -> None:
+        """Its connections closed (the store's close closes botocore's client's too)."""
+        self._http.close()
+
     def url(self, bucket: str, key: str) -> str | None:
         """The request's URL as botocore addresses it, or None when that is not plain."""
         if bucket.endswith("--x-s3") or bucket in self.redirected:
