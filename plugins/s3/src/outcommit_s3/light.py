@@ -300,6 +300,10 @@ class LightCompleter:
                 response = self._sent(self._signed(url, headers, body))
                 parsed = parse_answer(response.status_code, response.headers, response.content,
                                       self._fields)
+                # A 2xx that is no completion reads as a 500: the retry handlers read the
+                # response's status, and botocore's own 200-error handlers set it so too
+                # (botocore 1.35's only for an <Error> body, so a gateway's page was final).
+                response.status_code = parsed["ResponseMetadata"]["HTTPStatusCode"]
             except Exception as exc:  # botocore's connection errors: retried as botocore does
                 caught = exc
             for hook in self.after_attempt:
