@@ -57,6 +57,14 @@ def _upload(store: Any, path: str) -> tuple[Any, str, list[str]]:
     return mp, upload, [mp.upload_part(path, upload, 1, b"content")]
 
 
+def _pending(root: str, config: dict[str, str], name: str) -> tuple[Any, str, Any, str, list[str]]:
+    """A store opened with ``config``, and an upload of one part at ``root`` + ``name``
+    waiting for its completion: (store, path, multipart, upload id, etags)."""
+    store = outcommit.open_store(root, config)
+    path = store.strip(root) + name
+    return (store, path, *_upload(store, path))
+
+
 @pytest.mark.parametrize("light", ["true", "false"])
 @pytest.mark.parametrize("status, code", [(200, "InternalError"), (503, "SlowDown"), (500, "InternalError")])
 def test_an_error_answer_is_retried(light, status, code, s3_server, s3_config, s3_root):
@@ -64,9 +72,7 @@ def test_an_error_answer_is_retried(light, status, code, s3_server, s3_config, s
     and a 500: botocore's standard mode retries them; the completion then succeeds."""
     with FaultProxy(s3_server.endpoint_url) as proxy:
         config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/retried.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/retried.bin")
         rule = proxy.add(Rule("error", respond(status, s3_error(code)), **COMPLETE, times=1))
         etag = mp.complete(path, upload, etags)
     assert rule.fired == 1 and rule.matched == 2  # the error, then the retry that completed
@@ -81,9 +87,7 @@ def test_an_error_inside_a_200_every_time_leaves_the_upload_pending(light, s3_se
     with FaultProxy(s3_server.endpoint_url) as proxy:
         config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
                   "outcommit.s3.retry.max-attempts": "2", "outcommit.retry.attempts": "2"}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/pending.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/pending.bin")
         rule = proxy.add(Rule("error", respond(200, s3_error("InternalError")), **COMPLETE, times=-1))
         _assert_retried_then_left_pending(store, mp, path, upload, etags, rule)
 
@@ -93,9 +97,7 @@ def test_rejected_credentials_raise_what_botocores_path_raises(s3_server, s3_con
     for light in ("true", "false"):
         with FaultProxy(s3_server.endpoint_url) as proxy:
             config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
-            store = outcommit.open_store(s3_root, config)
-            path = store.strip(s3_root) + f"/rejected-{light}.bin"
-            mp, upload, etags = _upload(store, path)
+            _, path, mp, upload, etags = _pending(s3_root, config, f"/rejected-{light}.bin")
             proxy.add(Rule("rejected", respond(403, s3_error("InvalidAccessKeyId")), **COMPLETE, times=-1))
             with pytest.raises(StoreCredentialsError) as raised:
                 mp.complete(path, upload, etags)
@@ -131,9 +133,7 @@ def test_a_200_that_is_not_a_completion_is_retried(body, s3_server, s3_config, s
     a 500 InternalError, retried (the retry then completes, with the real ETag)."""
     with FaultProxy(s3_server.endpoint_url) as proxy:
         config = {**s3_config, LIGHT: "true", "outcommit.s3.endpoint": proxy.url}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/not-a-completion.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/not-a-completion.bin")
         rule = proxy.add(Rule("not-s3", respond(200, body), **COMPLETE, times=1))
         etag = mp.complete(path, upload, etags)
     assert rule.fired == 1 and rule.matched == 2
@@ -146,9 +146,7 @@ def test_a_gateway_page_every_time_leaves_the_upload_pending(s3_server, s3_confi
     with FaultProxy(s3_server.endpoint_url) as proxy:
         config = {**s3_config, LIGHT: "true", "outcommit.s3.endpoint": proxy.url,
                   "outcommit.s3.retry.max-attempts": "2", "outcommit.retry.attempts": "2"}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/gateway.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/gateway.bin")
         rule = proxy.add(Rule("gateway", respond(200, GATEWAY_PAGE, "text/html"), **COMPLETE, times=-1))
         _assert_retried_then_left_pending(store, mp, path, upload, etags, rule)
 
@@ -179,9 +177,7 @@ def test_the_light_path_goes_through_the_environments_proxy(monkeypatch, s3_serv
         monkeypatch.setenv("http_proxy", proxy.url)
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
-        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
-        path = store.strip(s3_root) + "/proxied.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: "true"}, "/proxied.bin")
         seen = proxy.add(Rule("seen", respond(200, b""), **COMPLETE, skip=1 << 30))  # counts, never fires
         etag = mp.complete(path, upload, etags)
     assert seen.matched == 1
@@ -282,9 +278,7 @@ def test_a_requester_pays_completion_says_so(light, s3_server, s3_config, s3_roo
     with FaultProxy(s3_server.endpoint_url) as proxy:
         config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
                   "outcommit.s3.requester-pays": "true"}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/payer.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/payer.bin")
         said = proxy.add(Rule("payer", respond(200, b""), **COMPLETE, header="x-amz-request-payer",
                               skip=1 << 30))  # counts, never fires
         etag = mp.complete(path, upload, etags)
@@ -330,9 +324,8 @@ def test_an_error_answer_raises_botocores_modeled_exception(light, s3_server, s3
     """``except client.exceptions.NoSuchUpload`` catches it on both paths (botocore
     raises the modeled class, not a bare ClientError)."""
     with FaultProxy(s3_server.endpoint_url) as proxy:
-        store = outcommit.open_store(s3_root, {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url})
-        path = store.strip(s3_root) + "/gone.bin"
-        mp, upload, etags = _upload(store, path)
+        config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
+        store, path, mp, upload, etags = _pending(s3_root, config, "/gone.bin")
         proxy.add(Rule("gone", respond(404, s3_error("NoSuchUpload")), **COMPLETE))
         bucket, key = store.split(path)
         parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
@@ -349,9 +342,7 @@ def test_a_temporary_redirect_ends_as_on_botocores_path(s3_server, s3_config, s3
     for light in ("true", "false"):
         with FaultProxy(s3_server.endpoint_url) as proxy:
             config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
-            store = outcommit.open_store(s3_root, config)
-            path = store.strip(s3_root) + f"/redirected-{light}.bin"
-            mp, upload, etags = _upload(store, path)
+            store, path, mp, upload, etags = _pending(s3_root, config, f"/redirected-{light}.bin")
             bucket = store.split(path)[0]
             rule = proxy.add(Rule("307", respond(307, s3_error("TemporaryRedirect"), headers={
                 "Location": f"{proxy.url}/{bucket}", "x-amz-bucket-region": "us-east-1"}), **COMPLETE))
@@ -369,9 +360,7 @@ def test_a_connection_reset_after_the_request_ends_as_on_botocores_path(s3_serve
     for light in ("true", "false"):
         with FaultProxy(s3_server.endpoint_url) as proxy:
             config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
-            store = outcommit.open_store(s3_root, config)
-            path = store.strip(s3_root) + f"/reset-{light}.bin"
-            mp, upload, etags = _upload(store, path)
+            store, path, mp, upload, etags = _pending(s3_root, config, f"/reset-{light}.bin")
             rule = proxy.add(Rule("reset", drop_response(), **COMPLETE))
             etag = mp.complete(path, upload, etags)
             outcomes.append((etag == store.info(path).etag, store.read_bytes(path), rule.fired, rule.matched))
@@ -402,9 +391,7 @@ def test_the_address_sent_is_botocores(addressing, light, monkeypatch, tmp_path,
             monkeypatch.delenv(name, raising=False)
         config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": f"http://localhost.outcommit.test:{port}",
                   "outcommit.s3.path-style-access": "false", "outcommit.s3.connection.probe": "false"}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/addressed.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/addressed.bin")
         addressed = proxy.add(Rule("addressed", respond(200, b""), **COMPLETE, skip=1 << 30, path=expected))
         etag = mp.complete(path, upload, etags)
     assert addressed.matched == 1
@@ -456,9 +443,7 @@ def test_the_cost_models_meter_charges_every_completion_attempt(light, s3_server
     with FaultProxy(s3_server.endpoint_url) as proxy:
         config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
                   "outcommit.s3.retry.max-attempts": "2"}  # the SDK's retry, not the store's
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/metered.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/metered.bin")
         proxy.add(Rule("slow", respond(503, s3_error("SlowDown")), **COMPLETE))
         meter = Meter()
         detach = attach_botocore(store.client, meter)
@@ -478,9 +463,7 @@ def test_retries_are_botocores_own_decision(s3_server, s3_config, s3_root):
         with FaultProxy(s3_server.endpoint_url) as proxy:
             config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
                       "outcommit.s3.retry.max-attempts": "3"}
-            store = outcommit.open_store(s3_root, config)
-            path = store.strip(s3_root) + f"/throttled-{light}.bin"
-            mp, upload, etags = _upload(store, path)
+            store, path, mp, upload, etags = _pending(s3_root, config, f"/throttled-{light}.bin")
             rule = proxy.add(Rule("slow", respond(503, s3_error("SlowDown")), **COMPLETE, times=-1))
             bucket, key = store.split(path)
             parts = {"Parts": [{"PartNumber": 1, "ETag": etags[0]}]}
@@ -541,9 +524,7 @@ def test_requests_ca_bundle_is_trusted_as_botocore_trusts_it(light, monkeypatch,
         context.load_cert_chain(cert_file, key_file)
         proxy._server.socket = context.wrap_socket(proxy._server.socket, server_side=True)  # HTTPS in front
         config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url.replace("http://", "https://")}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/private-ca.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/private-ca.bin")
         etag = mp.complete(path, upload, etags)
     assert store.info(path).etag == etag
 
@@ -585,9 +566,7 @@ def test_a_result_in_another_xml_namespace_is_a_completion_on_both_paths(s3_serv
     for light in ("true", "false"):
         with FaultProxy(s3_server.endpoint_url) as proxy:
             config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
-            store = outcommit.open_store(s3_root, config)
-            path = store.strip(s3_root) + f"/namespace-{light}.bin"
-            mp, upload, etags = _upload(store, path)
+            store, path, mp, upload, etags = _pending(s3_root, config, f"/namespace-{light}.bin")
             rule = proxy.add(Rule("namespace", respond(200, body), **COMPLETE))
             bucket, key = store.split(path)
             answer = store.client.complete_multipart_upload(
@@ -661,9 +640,7 @@ def test_a_read_timeout_after_the_server_completed_ends_as_on_botocores_path(s3_
         with FaultProxy(s3_server.endpoint_url, trace=True) as proxy:
             config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url,
                       "outcommit.s3.connection.timeout": "1s"}
-            store = outcommit.open_store(s3_root, config)
-            path = store.strip(s3_root) + f"/timeout-{light}.bin"
-            mp, upload, etags = _upload(store, path)
+            store, path, mp, upload, etags = _pending(s3_root, config, f"/timeout-{light}.bin")
             rule = proxy.add(Rule("slow", delay(2.0), **COMPLETE))
             etag = mp.complete(path, upload, etags)
             # The held first request has reached the server once the proxy answered it
@@ -687,9 +664,7 @@ def test_the_light_path_logs_no_secret(caplog, s3_server, s3_config, s3_root):
                   "outcommit.s3.access-key": "AKIAIOSFODNN7EXAMPLE", "outcommit.s3.secret-key": secret,
                   "outcommit.s3.session-token": token, "outcommit.s3.retry.max-attempts": "2",
                   "outcommit.retry.attempts": "1"}
-        store = outcommit.open_store(s3_root, config)
-        path = store.strip(s3_root) + "/secret.bin"
-        mp, upload, etags = _upload(store, path)
+        store, path, mp, upload, etags = _pending(s3_root, config, "/secret.bin")
         proxy.add(Rule("bad", respond(403, s3_error("SignatureDoesNotMatch")), **COMPLETE, times=-1))
         with caplog.at_level(logging.DEBUG), pytest.raises(StoreCredentialsError) as raised:
             mp.complete(path, upload, etags)
@@ -762,9 +737,7 @@ def test_refreshing_credentials_are_renewed_per_attempt(s3_server, s3_config, s3
 
     from botocore.credentials import RefreshableCredentials
 
-    store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
-    path = store.strip(s3_root) + "/refresh.bin"
-    mp, upload, etags = _upload(store, path)
+    store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: "true"}, "/refresh.bin")
     issued = []
 
     def fetch() -> dict[str, str]:
@@ -786,9 +759,7 @@ def test_closing_the_store_closes_the_light_paths_connections(s3_config, s3_root
     """store.close() closed botocore's client alone: the light path's pool (up to
     fs.s3a.connection.maximum keep-alive connections) stayed open until garbage collection,
     in a long-running driver that opens a store per job."""
-    store = outcommit.open_store(s3_root, {**s3_config, LIGHT: "true"})
-    path = store.strip(s3_root) + "/closed.bin"
-    mp, upload, etags = _upload(store, path)
+    store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: "true"}, "/closed.bin")
     mp.complete(path, upload, etags)
     pools = store.client.light._http._manager.pools
     assert len(pools) == 1  # the completion's connection, kept alive
