@@ -29,6 +29,7 @@ from outcommit_devtools.faultproxy import (
     Rule,
     Trace,
     TracedRequest,
+    close_after,
     critical_path,
     drop_response,
     reset,
@@ -124,6 +125,27 @@ def test_reset_never_forwards_and_drop_response_forwards(proxy: tuple[FaultProxy
     assert upstream.seen == ["PUT /acted"]
     assert request(fault_proxy, "PUT", "/refused", b"x")[0] == 200  # the rule fired once
     assert fault_proxy.upstream_errors == []
+
+
+def test_close_after_answers_then_ends_the_kept_alive_connection(proxy: tuple[FaultProxy, Upstream]) -> None:
+    """The answer arrives whole and names no ``Connection: close``; then the stream ends
+    (a server's idle timeout), counted once the proxy has closed it."""
+    import select
+
+    from outcommit_devtools.sparkcluster import wait_until
+
+    fault_proxy, upstream = proxy
+    fault_proxy.add(Rule("idle", close_after(), path=r"^/idle", times=1))
+    conn = http.client.HTTPConnection("127.0.0.1", int(fault_proxy.url.rsplit(":", 1)[1]), timeout=30)
+    conn.request("GET", "/idle")
+    response = conn.getresponse()
+    assert (response.status, response.read(), response.will_close) == (200, b"GET /idle 0", False)
+    assert conn.sock is not None
+    assert select.select([conn.sock], [], [], 30)[0] and conn.sock.recv(1) == b""  # the end of the stream
+    # Counted just after the close: the count may trail the client's read of it.
+    wait_until(lambda: fault_proxy.closed_after == 1, 30.0, "the proxy to count the close")
+    assert upstream.seen == ["GET /idle"]
+    conn.close()
 
 
 # -- the recording and the critical path ----------------------------------------------------------

@@ -50,7 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-ActionKind = Literal["respond", "reset", "drop-response", "stall", "delay"]
+ActionKind = Literal["respond", "reset", "drop-response", "stall", "delay", "close-after"]
 DelayMode = Literal["added", "floor"]
 
 #: A request to this path marks a phase (``PUT /__outcommit/phase/NAME``); not an S3, Azure
@@ -99,6 +99,14 @@ def reset() -> Action:
 def drop_response() -> Action:
     """Forward the request, then reset instead of answering: the server acted."""
     return Action("drop-response")
+
+
+def close_after() -> Action:
+    """Forward the request and answer it, then close the connection without saying so
+    (no ``Connection: close``): a server's idle timeout on a kept-alive connection.
+    ``FaultProxy.closed_after`` counts these closes once done (the client's socket then
+    sees the end of the stream)."""
+    return Action("close-after")
 
 
 def stall(seconds: float) -> Action:
@@ -401,6 +409,8 @@ class FaultProxy:
         self.trace: Trace | None = Trace() if trace else None
         self.rules: list[Rule] = []
         self.requests = 0
+        #: Connections closed by a ``close_after`` rule, counted once closed.
+        self.closed_after = 0
         self.upstream_errors: list[str] = []
         self._lock = threading.Lock()
         self._pool = _UpstreamPool(parts.hostname, parts.port)
@@ -639,6 +649,19 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 self._give_up()
                 return
             self._answer(status, reason, out_headers, data)
+            if action is not None and action.kind == "close-after":
+                self._close_quietly()
+
+        def _close_quietly(self) -> None:
+            """The end of the stream (FIN) after the answer, as a server's idle timeout."""
+            self.close_connection = True
+            self.wfile.flush()
+            try:
+                self.connection.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass  # the client went first
+            with proxy._lock:
+                proxy.closed_after += 1
 
         def _give_up(self) -> None:
             """Reset the client's connection, recorded first (as an answer: the client's

@@ -22,8 +22,11 @@ What it keeps of botocore, through its public classes (and one method of its cli
   request (``before-parameter-build``, ``before-call``, ``request-created``) do not: the
   store counts its requests through ``before_call`` here, request meters through
   ``after_attempt``;
-* HTTP: botocore's ``URLLib3Session`` (its pool, timeouts, CA bundle; its connection
-  errors are botocore's exceptions, which the store translates as before);
+* HTTP: ``lightsend.Sender``, kept-alive ``http.client`` connections keeping what
+  botocore's ``URLLib3Session`` gives (its pool's size, timeouts, socket options, CA
+  bundle and TLS checks, its connection errors as botocore's exceptions, which the store
+  translates as before), and ``URLLib3Session`` itself for a proxied URL or a client
+  certificate;
 * retries: botocore's own decision, per attempt: the client's ``needs-retry`` handlers
   (its retry mode's conditions, backoff and retry quota, max attempts) and its
   ``after-call`` (the quota given back); S3's 200 answer carrying an ``<Error>`` body is
@@ -44,6 +47,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 from xml.sax.saxutils import escape
+
+from .lightsend import Sender
 
 OPERATION = "CompleteMultipartUpload"
 _BEFORE_SEND = f"before-send.s3.{OPERATION}"
@@ -197,9 +202,15 @@ class LightCompleter:
         if tcp_keepalive or getattr(client.meta.config, "tcp_keepalive", None):
             options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
         # The proxies botocore's endpoint uses (HTTPS_PROXY, the config's): without them this
-        # request alone bypassed a proxy that a network reaches S3 only through.
-        self._http = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
-                                    socket_options=options, proxies=proxies, proxies_config=proxies_config)
+        # request alone bypassed a proxy that a network reaches S3 only through. The
+        # URLLib3Session takes what the leaner sender hands it (a proxied URL, a client
+        # certificate: the client's own, which this session lacked).
+        cert = getattr(client.meta.config, "client_cert", None)
+        session = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
+                                 socket_options=options, proxies=proxies, proxies_config=proxies_config,
+                                 client_cert=cert)
+        self._http = Sender(session, verify, max_connections, timeouts, options, proxies=proxies,
+                            proxies_config=proxies_config, client_cert=cert)
         self._model = client.meta.service_model.operation_model(OPERATION)
         self._fields = answer_fields(self._model)
         # botocore's User-Agent (its version, the config's app id and extra): without it

@@ -1,0 +1,194 @@
+"""The light path's sender (``outcommit_s3.lightsend``): CompleteMultipartUpload on its
+own kept-alive ``http.client`` connections must fail, retry and close as botocore's
+``URLLib3Session`` does. Against the moto server and the fault proxy; each test runs the
+light path and botocore's (``outcommit.s3.light-requests=false``) and asserts the same
+outcome.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from typing import Any
+
+import pytest
+from test_s3_light_requests import COMPLETE, LIGHT, _pending, _self_signed, _upload
+
+import outcommit
+from outcommit_devtools.faultproxy import FaultProxy, Rule, close_after, reset, respond
+from outcommit_devtools.sparkcluster import wait_until
+
+PATHS = ("true", "false")  # the light path, botocore's
+FEW_ATTEMPTS = {"outcommit.s3.retry.max-attempts": "2", "outcommit.retry.attempts": "1"}
+
+
+def _attempts(store: Any) -> list[int]:
+    """The completion's attempts, as botocore's retry handlers see them (``needs-retry``
+    fires after each, on both paths)."""
+    seen: list[int] = []
+    store.client.meta.events.register("needs-retry.s3.CompleteMultipartUpload",
+                                      lambda attempts, **_: seen.append(attempts))
+    return seen
+
+
+def _failure(raised: BaseException, upload: str, *urls: str) -> tuple[str, str, str]:
+    """What a caller sees of a failed completion: the class, the message and its cause's
+    class (botocore's exception), the upload id, endpoints' URLs and path's name masked."""
+    text = str(raised).replace(upload, "UPLOAD")
+    for url in urls:
+        text = text.replace(url, "URL")
+    return type(raised).__name__, text.replace("-true", "-LIGHT").replace("-false", "-LIGHT"), \
+        type(raised.__cause__ or raised.__context__).__name__
+
+
+def test_a_refused_connection_fails_as_on_botocores_path(s3_config, s3_root):
+    """Nothing listens at the endpoint: botocore's EndpointConnectionError, retried, then
+    the store's error; the upload is still there to complete or abort."""
+    outcomes = []
+    for light in PATHS:
+        store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: light}, f"/refused-{light}.bin")
+        with socket.socket() as bound:  # bound, not listening: every connect is refused
+            bound.bind(("127.0.0.1", 0))
+            endpoint = f"http://127.0.0.1:{bound.getsockname()[1]}"
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": endpoint, **FEW_ATTEMPTS,
+                      "outcommit.s3.connection.probe": "false"}  # the store opens; its requests fail
+            other = outcommit.open_store(s3_root, config)
+            attempts = _attempts(other)
+            with pytest.raises(Exception) as raised:
+                other.multipart().complete(path, upload, etags)
+        outcomes.append((_failure(raised.value, upload, endpoint), attempts, mp.is_pending(path, upload)))
+        assert mp.abort(path, upload)
+    assert outcomes[0] == outcomes[1]
+    assert "Could not connect to the endpoint URL" in outcomes[0][0][1]  # botocore's EndpointConnectionError
+    assert outcomes[0][1:] == ([1, 2], True)
+
+
+@pytest.mark.parametrize("times", [1, -1], ids=["once", "always"])
+def test_a_reset_before_the_answer_ends_as_on_botocores_path(times, s3_server, s3_config, s3_root):
+    """The connection reset before the request reaches the server: botocore's
+    ConnectionClosedError, retried; once, the retry completes; always, the same error."""
+    outcomes = []
+    for light in PATHS:
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url, **FEW_ATTEMPTS}
+            store, path, mp, upload, etags = _pending(s3_root, config, f"/reset-{light}.bin")
+            attempts = _attempts(store)
+            rule = proxy.add(Rule("reset", reset(), **COMPLETE, times=times))
+            try:
+                done: Any = mp.complete(path, upload, etags) == store.info(path).etag
+            except Exception as exc:  # the same on both paths, asserted below
+                done = _failure(exc, upload, proxy.url)
+            outcomes.append((done, attempts, rule.fired, mp.is_pending(path, upload)))
+    assert outcomes[0] == outcomes[1]
+    if times == 1:
+        assert outcomes[0] == (True, [1, 2], 1, False)
+    else:
+        assert "Connection was closed before we received a valid response" in outcomes[0][0][1]
+        assert outcomes[0][1:] == ([1, 2], 2, True)  # botocore's ConnectionClosedError, retried
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_sent_on(s3_server, s3_config, s3_root):
+    """S3 closes a kept-alive connection idle too long. The next completion must see that
+    before sending (as urllib3 does) and connect anew: one attempt, one request at the
+    server, no error and no retry."""
+    outcomes = []
+    for light in PATHS:
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": proxy.url}
+            store, path, mp, upload, etags = _pending(s3_root, config, f"/idle-{light}-1.bin")
+            second = store.strip(s3_root) + f"/idle-{light}-2.bin"
+            _, upload2, etags2 = _upload(store, second)
+            closing = proxy.add(Rule("idle", close_after(), **COMPLETE, times=1))
+            mp.complete(path, upload, etags)
+            # The server has closed that connection (its FIN sent) before the next completion.
+            wait_until(lambda p=proxy: p.closed_after == 1, 30.0, "the proxy to close the connection")
+            attempts = _attempts(store)
+            etag = mp.complete(second, upload2, etags2)
+            outcomes.append((etag == store.info(second).etag, attempts, closing.fired, closing.matched))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] == (True, [1], 1, 2)  # the second completion: one attempt, one request
+
+
+def test_the_store_closes_every_connection_of_the_light_path(s3_server, s3_config, s3_root):
+    """store.close(): no socket of the light path's pool is left open (counted at the OS:
+    the process's TCP connections to the endpoint, which keeps them alive)."""
+    import psutil
+
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        config = {**s3_config, LIGHT: "true", "outcommit.s3.endpoint": proxy.url}
+        store, path, mp, upload, etags = _pending(s3_root, config, "/sockets.bin")
+        port = int(proxy.url.rsplit(":", 1)[1])
+
+        def connections() -> int:
+            return sum(1 for c in psutil.Process().net_connections("tcp")
+                       if c.raddr and c.raddr[1] == port and c.status == psutil.CONN_ESTABLISHED)
+
+        before = connections()  # botocore's client's (the upload's), closed by the store too
+        mp.complete(path, upload, etags)
+        sender = store.client.light._http
+        pools = list(sender._manager.pools.values())
+        assert len(pools) == 1 and pools[0].made == 1 and connections() == before + 1
+        store.close()
+        assert connections() == 0
+        assert not sender._manager.pools
+
+
+@pytest.mark.parametrize("light", PATHS)
+def test_no_proxy_keeps_the_completion_off_the_proxy(light, monkeypatch, s3_server, s3_config, s3_root):
+    """HTTP_PROXY with NO_PROXY naming the endpoint's host: botocore sends direct, so
+    must the light path (its sender asks botocore's proxy resolution); without NO_PROXY
+    both go through the proxy (``test_the_light_path_goes_through_the_environments_proxy``)."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+        store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: light}, "/direct.bin")
+        seen = proxy.add(Rule("seen", respond(200, b""), **COMPLETE, skip=1 << 30))  # counts, never fires
+        etag = mp.complete(path, upload, etags)
+    assert seen.matched == 0
+    assert store.info(path).etag == etag
+
+
+def test_a_proxied_completion_goes_through_botocores_session(monkeypatch, s3_server, s3_config, s3_root):
+    """A proxy applies: the sender hands the request to URLLib3Session (its proxy
+    managers), not to a pool of its own."""
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: "true"}, "/proxied.bin")
+        seen = proxy.add(Rule("seen", respond(200, b""), **COMPLETE, skip=1 << 30))
+        assert mp.complete(path, upload, etags) == store.info(path).etag
+    sender = store.client.light._http
+    assert seen.matched == 1 and not sender._manager.pools
+    assert len(sender.fallback._proxy_managers) == 1  # its proxy manager sent it
+
+
+def test_a_certificate_of_another_ca_fails_as_on_botocores_path(monkeypatch, tmp_path, s3_server, s3_config,
+                                                                s3_root):
+    """The endpoint's certificate is not signed by the CA given (REQUESTS_CA_BUNDLE):
+    botocore's SSLError on both paths, the same message; nothing completed."""
+    cert_file, key_file = _self_signed(tmp_path)
+    (tmp_path / "other").mkdir()
+    other_ca, _ = _self_signed(tmp_path / "other")
+    outcomes = []
+    for light in PATHS:
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: light}, f"/tls-{light}.bin")
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert_file, key_file)
+            proxy._server.socket = context.wrap_socket(proxy._server.socket, server_side=True)
+            monkeypatch.setenv("REQUESTS_CA_BUNDLE", other_ca)
+            monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+            endpoint = proxy.url.replace("http://", "https://")
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": endpoint, **FEW_ATTEMPTS}
+            with pytest.raises(Exception) as raised:
+                outcommit.open_store(s3_root, config).multipart().complete(path, upload, etags)
+            monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+            outcomes.append((_failure(raised.value, upload, endpoint), mp.is_pending(path, upload)))
+            assert mp.abort(path, upload)
+    assert outcomes[0] == outcomes[1]
+    assert "SSL validation failed" in outcomes[0][0][1]  # botocore's SSLError
+    assert "CERTIFICATE_VERIFY_FAILED" in outcomes[0][0][1] and outcomes[0][1]
