@@ -33,8 +33,11 @@ from __future__ import annotations
 
 import errno
 import http.client
+import select
+import socket
 import ssl
 import threading
+from collections.abc import Callable
 from typing import Any
 
 #: The errors botocore's connection errors wrap; the classes below are botocore's own.
@@ -65,7 +68,7 @@ class _Body:
 class _Pool:
     """Idle kept-alive connections to one (scheme, host, port), thread-safe."""
 
-    def __init__(self, make: Any, size: int) -> None:
+    def __init__(self, make: Callable[[], http.client.HTTPConnection], size: int) -> None:
         self._make, self._size = make, max(1, size)
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -75,8 +78,6 @@ class _Pool:
 
     def get(self) -> http.client.HTTPConnection:
         """An idle connection still open, else a new one not yet connected."""
-        from urllib3.util.wait import wait_for_read
-
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
@@ -85,8 +86,8 @@ class _Pool:
                     self.made += 1
                 return self._make()
             # The server closed it while idle (its FIN or an error is readable): sending
-            # on it cost an error and a retry; urllib3's is_connection_dropped, as is.
-            if conn.sock is None or wait_for_read(conn.sock, timeout=0.0):
+            # on it cost an error and a retry; urllib3's is_connection_dropped check.
+            if conn.sock is None or _readable(conn.sock):
                 conn.close()
                 continue
             return conn
@@ -107,17 +108,24 @@ class _Pool:
             conn.close()
 
 
-class _HTTP(http.client.HTTPConnection):
-    """A connection made as urllib3 makes it: its socket options set before connecting."""
+def _readable(sock: socket.socket) -> bool:
+    """Whether ``sock`` has something to read now: on an idle kept-alive connection, the
+    server's end of stream or an error (urllib3's ``wait_for_read(sock, timeout=0)``)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
 
-    socket_options: list[tuple[int, int, int]] = []
+
+class _HTTP(http.client.HTTPConnection):
+    """A connection with botocore's socket options (TCP_NODELAY, SO_KEEPALIVE)."""
+
+    socket_options: list[Any] = []
 
     def connect(self) -> None:
-        from urllib3.util.connection import create_connection
-
         try:
-            self.sock = create_connection((self.host, self.port), self.timeout,
-                                          socket_options=self.socket_options)
+            self.sock = socket.create_connection((self.host, self.port), self.timeout)
+            for option in self.socket_options:
+                self.sock.setsockopt(*option)
         except Exception as exc:
             raise _Failure("connect", exc) from exc
 
@@ -141,7 +149,7 @@ def tls_context(verify: Any) -> ssl.SSLContext:
     the bundle loaded once, not at each connect as urllib3 loads it."""
     from botocore.httpsession import create_urllib3_context, get_cert_path
 
-    context = create_urllib3_context()
+    context: ssl.SSLContext = create_urllib3_context()
     if verify:
         context.verify_mode = ssl.CERT_REQUIRED
         context.check_hostname = True
@@ -160,7 +168,7 @@ class _Manager:
         self.pools: dict[str, _Pool] = {}
         self._lock = threading.Lock()
 
-    def pool(self, origin: str, make: Any, size: int) -> _Pool:
+    def pool(self, origin: str, make: Callable[[], http.client.HTTPConnection], size: int) -> _Pool:
         with self._lock:
             pool = self.pools.get(origin)
             if pool is None:
@@ -187,7 +195,7 @@ class Sender:
         #: The URLLib3Session that takes what this sender does not (proxies, client certs).
         self.fallback = fallback
         self._verify, self._size, self._timeouts = verify, max_connections, timeouts
-        self._socket_options = list(socket_options)
+        self._socket_options: list[Any] = list(socket_options)
         self._proxies = ProxyConfiguration(proxies=proxies, proxies_settings=proxies_config)
         self._client_cert = client_cert
         self._context: ssl.SSLContext | None = None
@@ -253,14 +261,14 @@ class Sender:
         try:
             if conn.sock is None:
                 conn.connect()  # errors: _Failure("connect"/"tls")
-            conn.sock.settimeout(self._timeouts[0])  # type: ignore[union-attr]
+            conn.sock.settimeout(self._timeouts[0])
             try:
                 conn.request(request.method, target, body=request.body, headers=request.headers)
             except OSError as exc:
                 # urllib3 reads the answer anyway: a server may answer and close at once.
                 if exc.errno not in _SEND_IGNORED or isinstance(exc, ssl.SSLError):
                     raise _Failure("send", exc) from exc
-            conn.sock.settimeout(self._timeouts[1])  # type: ignore[union-attr]
+            conn.sock.settimeout(self._timeouts[1])
             response = conn.getresponse()
             try:
                 data = response.read()
@@ -280,7 +288,7 @@ class Sender:
         return AWSResponse(request.url, response.status, headers, _Body(data))
 
 
-def _raised(exc: Exception, url: str, request: Any) -> Exception:
+def _raised(exc: Exception, url: str, request: Any) -> Any:
     """botocore's exception for ``exc``, the one ``URLLib3Session.send`` raises for the
     same failure (through urllib3's): retry conditions and the store read the class."""
     from botocore.exceptions import (
