@@ -40,7 +40,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-#: The errors botocore's connection errors wrap; the classes below are botocore's own.
+#: Errors writing the request after which urllib3 still reads the answer (a server may
+#: answer, then close, before the whole request is written).
 _SEND_IGNORED = (errno.EPIPE, errno.ECONNRESET, errno.EPROTOTYPE)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -265,15 +266,15 @@ class Sender:
             try:
                 conn.request(request.method, target, body=request.body, headers=request.headers)
             except OSError as exc:
-                # urllib3 reads the answer anyway: a server may answer and close at once.
                 if exc.errno not in _SEND_IGNORED or isinstance(exc, ssl.SSLError):
                     raise _Failure("send", exc) from exc
             conn.sock.settimeout(self._timeouts[1])
             response = conn.getresponse()
+            whole = True
             try:
                 data = response.read()
             except http.client.IncompleteRead as cut:
-                data = cut.partial  # urllib3 with enforce_content_length=False: what came
+                data, whole = cut.partial, False  # urllib3, enforce_content_length=False
             headers: dict[str, str] = {}
             for name, value in response.getheaders():
                 lower = name.lower()  # repeated headers joined, as urllib3's HTTPHeaderDict
@@ -281,7 +282,7 @@ class Sender:
         except BaseException:
             conn.close()
             raise
-        if response.will_close:
+        if response.will_close or not whole:  # a body cut short: the stream is unusable
             conn.close()
         else:
             pool.put(conn)
