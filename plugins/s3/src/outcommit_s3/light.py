@@ -16,7 +16,8 @@ What it keeps of botocore, through its public classes (and one method of its cli
 * credentials: the client's own chain (explicit keys, profile, environment, instance
   role, an assumed role's refreshing credentials), read with ``get_frozen_credentials()``
   per attempt, so refreshed ones are used;
-* signing: ``botocore.auth.S3SigV4Auth`` on a ``botocore.awsrequest.AWSRequest``;
+* signing: SigV4 as botocore's ``S3SigV4Auth`` signs this request (``lightsign``, held
+  to botocore's signer by a property test), the request a ``botocore.awsrequest.AWSPreparedRequest``;
 * hooks: ``before-send`` handlers on the client's events answer first, as in botocore's
   endpoint; ``needs-retry`` and ``after-call`` fire as there; the events before the
   request (``before-parameter-build``, ``before-call``, ``request-created``) do not: the
@@ -49,6 +50,7 @@ from urllib.parse import quote
 from xml.sax.saxutils import escape
 
 from .lightsend import Sender
+from .lightsign import Signer
 
 OPERATION = "CompleteMultipartUpload"
 _BEFORE_SEND = f"before-send.s3.{OPERATION}"
@@ -212,6 +214,7 @@ class LightCompleter:
         self._http = Sender(session, verify, max_connections, timeouts, options, proxies=proxies,
                             proxies_config=proxies_config, client_cert=cert)
         self._model = client.meta.service_model.operation_model(OPERATION)
+        self._signer = Signer(self._region)
         self._fields = answer_fields(self._model)
         # botocore's User-Agent (its version, the config's app id and extra): without it
         # urllib3's went out, and S3's access logs and CloudTrail named another client.
@@ -366,10 +369,12 @@ class LightCompleter:
         return answer if answer is not None else self._http.send(request)
 
     def _signed(self, url: str, headers: dict[str, str], body: bytes) -> Any:
-        from botocore.auth import S3SigV4Auth
-        from botocore.awsrequest import AWSRequest
+        """The request signed as botocore's ``S3SigV4Auth`` signs it (``lightsign``), its
+        Content-Length set as ``AWSRequest.prepare()`` sets it: what hooks and the sender get."""
+        from botocore.awsrequest import AWSPreparedRequest, HeadersDict
 
-        request = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
         # Frozen per attempt: refreshing credentials (an assumed role) renew themselves here.
-        S3SigV4Auth(self._credentials.get_frozen_credentials(), "s3", self._region).add_auth(request)
-        return request.prepare()
+        signed = self._signer.headers("POST", url, headers, body, self._credentials.get_frozen_credentials())
+        prepared = HeadersDict(signed.items())
+        prepared["Content-Length"] = str(len(body))
+        return AWSPreparedRequest("POST", url, prepared, body, False)
