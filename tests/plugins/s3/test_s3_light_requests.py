@@ -766,3 +766,25 @@ def test_closing_the_store_closes_the_light_paths_connections(s3_config, s3_root
     assert len(pools) == 1  # the completion's connection, kept alive
     store.close()
     assert len(pools) == 0
+
+
+def test_a_before_send_hook_sees_the_same_kind_of_request_on_both_paths(s3_config, s3_root):
+    """A user's ``before-send`` hook (a tracer, a stub) reads the prepared request: its
+    method, URL, body, case-insensitive headers and a context mapping, on both paths."""
+    seen: dict[str, Any] = {}
+    for light in ("true", "false"):
+        store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: light}, f"/hook-{light}.bin")
+
+        def look(request: Any, light: str = light, **_: Any) -> None:
+            auth = request.headers["authorization"]  # str here, bytes on botocore's path
+            context = type(getattr(request, "context", "absent")).__name__  # botocore 1.35: absent
+            seen[light] = (request.method, context, isinstance(request.body, bytes),
+                           str(auth.decode() if isinstance(auth, bytes) else auth).startswith(
+                               "AWS4-HMAC-SHA256 Credential="),
+                           request.headers["CONTENT-LENGTH"] == str(len(request.body)),
+                           request.url.split("?")[1].startswith("uploadId="))
+
+        store.client.meta.events.register("before-send.s3.CompleteMultipartUpload", look)
+        mp.complete(path, upload, etags)
+    assert seen["true"] == seen["false"]
+    assert seen["true"][:1] + seen["true"][2:] == ("POST", True, True, True, True)

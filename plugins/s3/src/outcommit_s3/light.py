@@ -377,4 +377,9 @@ class LightCompleter:
         signed = self._signer.headers("POST", url, headers, body, self._credentials.get_frozen_credentials())
         prepared = HeadersDict(signed.items())
         prepared["Content-Length"] = str(len(body))
-        return AWSPreparedRequest("POST", url, prepared, body, False)
+        request = AWSPreparedRequest("POST", url, prepared, body, False)
+        # Its context as AWSRequest.prepare() gives one (newer botocore; 1.35 has none):
+        # a hook reading it met None where botocore's path gives a mapping.
+        if getattr(request, "context", False) is None:
+            request.context = {}
+        return request
