@@ -200,3 +200,35 @@ def test_a_certificate_of_another_ca_fails_as_on_botocores_path(monkeypatch, tmp
     assert outcomes[0] == outcomes[1]
     assert "SSL validation failed" in outcomes[0][0][1]  # botocore's SSLError
     assert "CERTIFICATE_VERIFY_FAILED" in outcomes[0][0][1] and outcomes[0][1]
+
+
+def test_a_ca_bundle_that_cannot_be_read_fails_as_on_botocores_path(monkeypatch, tmp_path, s3_server,
+                                                                     s3_config, s3_root):
+    """REQUESTS_CA_BUNDLE names a file that is not there (a driver's image without the
+    CA its workers had): botocore's SSLError on both paths, the store's TLS error naming
+    the fix, retried alike; the upload still pending. The light path raised the bare
+    FileNotFoundError of loading the bundle, which the store read as no TLS error."""
+    cert_file, key_file = _self_signed(tmp_path)
+    outcomes = []
+    for light in PATHS:
+        with FaultProxy(s3_server.endpoint_url) as proxy:
+            _, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: light}, f"/bundle-{light}.bin")
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert_file, key_file)
+            proxy._server.socket = context.wrap_socket(proxy._server.socket, server_side=True)
+            monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "missing.pem"))
+            monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+            endpoint = proxy.url.replace("http://", "https://")
+            config = {**s3_config, LIGHT: light, "outcommit.s3.endpoint": endpoint, **FEW_ATTEMPTS,
+                      "outcommit.s3.connection.probe": "false"}
+            other = outcommit.open_store(s3_root, config)
+            attempts = _attempts(other)
+            with pytest.raises(Exception) as raised:
+                other.multipart().complete(path, upload, etags)
+            monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+            outcomes.append((_failure(raised.value, upload, endpoint), attempts, mp.is_pending(path, upload)))
+            assert mp.abort(path, upload)
+    assert outcomes[0] == outcomes[1]
+    assert "SSL validation failed" in outcomes[0][0][1]  # botocore's SSLError
+    assert "no TLS connection" in outcomes[0][0][1]  # the store's TLS error, naming the fix
+    assert outcomes[0][1:] == ([1, 2], True)

@@ -214,7 +214,10 @@ class Sender:
         scheme, _, rest = url.partition("://")
         netloc, slash, path = rest.partition("/")
         origin = f"{scheme}://{netloc}"
-        pool = None if origin in self._handed else self._manager.pools.get(origin) or self._pool(origin, url)
+        try:
+            pool = None if origin in self._handed else self._manager.pools.get(origin) or self._pool(origin, url)
+        except _Failure as exc:  # the CA bundle unreadable: botocore's SSLError, retried
+            raise _raised(exc, url, request) from None
         # A per-request read timeout (botocore's request context): URLLib3Session's own.
         if pool is None or (getattr(request, "context", None) or {}).get("read_timeout") is not None:
             return self.fallback.send(request)
@@ -239,7 +242,10 @@ class Sender:
         connect, options = self._timeouts[0], self._socket_options
         if scheme == "https":
             if self._context is None:
-                self._context = tls_context(self._verify)
+                try:
+                    self._context = tls_context(self._verify)
+                except Exception as exc:  # urllib3 loads it at each connect: its SSLError
+                    raise _Failure("bundle", exc) from exc
             context = self._context
 
             def make() -> http.client.HTTPConnection:
@@ -302,6 +308,8 @@ def _raised(exc: Exception, url: str, request: Any) -> Any:
     )
 
     phase, error = (exc.phase, exc.error) if isinstance(exc, _Failure) else ("exchange", exc)
+    if phase == "bundle":  # urllib3's ssl_wrap_socket: any error loading it an SSLError
+        return SSLError(endpoint_url=url, error=error)
     if phase == "connect":  # urllib3: ConnectTimeoutError, else NewConnectionError
         if isinstance(error, TimeoutError):
             return ConnectTimeoutError(endpoint_url=url, error=error)
