@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import socket
+import socketserver
 import ssl
+import threading
 from typing import Any
 
 import pytest
@@ -212,7 +214,8 @@ def test_a_ca_bundle_that_cannot_be_read_fails_as_on_botocores_path(monkeypatch,
     outcomes = []
     for light in PATHS:
         with FaultProxy(s3_server.endpoint_url) as proxy:
-            _, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: light}, f"/bundle-{light}.bin")
+            _, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: light},
+                                                  f"/bundle-{light}.bin")
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(cert_file, key_file)
             proxy._server.socket = context.wrap_socket(proxy._server.socket, server_side=True)
@@ -232,3 +235,111 @@ def test_a_ca_bundle_that_cannot_be_read_fails_as_on_botocores_path(monkeypatch,
     assert "SSL validation failed" in outcomes[0][0][1]  # botocore's SSLError
     assert "no TLS connection" in outcomes[0][0][1]  # the store's TLS error, naming the fix
     assert outcomes[0][1:] == ([1, 2], True)
+
+
+class _Canned(socketserver.ThreadingTCPServer):
+    """A loopback HTTP/1.1 server answering every request with ``answer``'s raw bytes
+    (then closing the connection when ``close``), keeping each request as it came: the
+    wire both senders write and read, compared byte for byte."""
+
+    daemon_threads = True
+
+    def __init__(self, answer: bytes, close: bool = False, family: int = socket.AF_INET) -> None:
+        self.address_family = family
+        super().__init__(("::1" if family == socket.AF_INET6 else "127.0.0.1", 0), _Handler)
+        self.answer, self.close, self.requests = answer, close, []  # type: ignore[var-annotated]
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+        self.server_close()
+
+    def url(self, path: str) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        server: Any = self.server
+        while head := b"".join(iter(self.rfile.readline, b"\r\n")):
+            if not head.endswith(b"\n"):
+                return  # the client closed
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                           if line.lower().startswith(b"content-length:")), 0)
+            server.requests.append(head + b"\r\n" + self.rfile.read(length))
+            self.wfile.write(server.answer)
+            if server.close:
+                return
+
+
+def _both(url: str) -> list[tuple[Any, ...]]:
+    """What botocore's URLLib3Session and the light path's Sender each answer to the
+    same signed request: (status, headers, body) or (the exception's class,)."""
+    from botocore.awsrequest import AWSRequest
+    from botocore.httpsession import URLLib3Session
+
+    from outcommit_s3.lightsend import Sender
+
+    answers: list[tuple[Any, ...]] = []
+    for session in (URLLib3Session(timeout=(5, 5)), Sender(URLLib3Session(), True, 4, (5, 5), [])):
+        request = AWSRequest(method="POST", url=url, data=b"<CompleteMultipartUpload/>",
+                             headers={"Content-Type": "application/xml", "User-Agent": "outcommit"})
+        try:
+            response = session.send(request.prepare())
+            answers.append((response.status_code, {k.lower(): v for k, v in response.headers.items()},
+                            response.content))
+        except Exception as exc:
+            answers.append((type(exc).__name__,))
+        finally:
+            session.close()
+    return answers
+
+
+_RESULT = (b'<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult>'
+           b'<ETag>"e-1"</ETag></CompleteMultipartUploadResult>')
+
+
+def test_a_chunked_answer_cut_short_fails_as_on_botocores_path():
+    """S3 answers a slow completion 200, whitespace, then the XML, chunked. Cut before
+    its last chunk, urllib3 raises (botocore's ConnectionClosedError, retried); the light
+    path took the bytes it had as the answer."""
+    cut = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n  \r\n%x\r\n%s\r\n" % (
+        len(_RESULT), _RESULT)
+    with _Canned(cut, close=True) as server:
+        answers = _both(server.url("/bucket/key?uploadId=u"))
+    assert answers == [("ConnectionClosedError",)] * 2
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nx-amz-id-2: a\r\nX-Amz-Id-2: b\r\n\r\n"
+    b"2\r\n  \r\n%x\r\n%s\r\n0\r\n\r\n" % (len(_RESULT), _RESULT),
+    b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + _RESULT,  # cut: urllib3 keeps the bytes
+    b"HTTP/1.0 200 OK\r\n\r\n" + _RESULT,  # no length: read to the end of the stream
+], ids=["chunked", "cut-content-length", "http-1.0"])
+def test_answers_read_as_botocores_session_reads_them(answer):
+    """Chunked, repeated headers (joined as urllib3 joins them), a Content-Length body cut
+    short, an HTTP/1.0 answer ending with the stream: the same status, headers and body."""
+    with _Canned(answer, close=True) as server:
+        answers = _both(server.url("/bucket/key?uploadId=u"))
+    assert answers[0] == answers[1] and answers[0][0] == 200
+
+
+@pytest.mark.parametrize("family", [socket.AF_INET, socket.AF_INET6], ids=["ipv4", "ipv6"])
+def test_the_request_goes_out_byte_for_byte_as_botocores_session_sends_it(family):
+    """Keys botocore quotes (space, %, +, ?, #, unicode), empty segments, a trailing
+    slash; an IPv6 literal host and a non-default port: the same request line, Host
+    header (the one signed), Content-Length and body, no header twice."""
+    if family == socket.AF_INET6 and not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    from urllib.parse import quote
+
+    key = quote("dir//a b%+?#é/", safe="/~")
+    with _Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", family=family) as server:
+        answers = _both(server.url(f"/bucket/{key}?uploadId=a%2Bb"))
+        botocore, light = server.requests
+    assert answers[0] == answers[1]
+    lines = light.split(b"\r\n")
+    assert botocore == light
+    names = [line.split(b":")[0].lower() for line in lines[1:] if b":" in line]
+    assert len(names) == len(set(names)) and lines[0].startswith(f"POST /bucket/{key}?".encode())

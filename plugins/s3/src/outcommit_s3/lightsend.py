@@ -215,7 +215,8 @@ class Sender:
         netloc, slash, path = rest.partition("/")
         origin = f"{scheme}://{netloc}"
         try:
-            pool = None if origin in self._handed else self._manager.pools.get(origin) or self._pool(origin, url)
+            pool = None if origin in self._handed else (
+                self._manager.pools.get(origin) or self._pool(origin, url))
         except _Failure as exc:  # the CA bundle unreadable: botocore's SSLError, retried
             raise _raised(exc, url, request) from None
         # A per-request read timeout (botocore's request context): URLLib3Session's own.
@@ -280,6 +281,8 @@ class Sender:
             try:
                 data = response.read()
             except http.client.IncompleteRead as cut:
+                if response.chunked:  # urllib3 reads the chunks itself: ProtocolError, whatever
+                    raise  # came (botocore's ConnectionClosedError), not a 200 of part of a body
                 data, whole = cut.partial, False  # urllib3, enforce_content_length=False
             headers: dict[str, str] = {}
             for name, value in response.getheaders():
