@@ -262,15 +262,24 @@ class _Canned(socketserver.ThreadingTCPServer):
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         server: Any = self.server
-        while head := b"".join(iter(self.rfile.readline, b"\r\n")):
-            if not head.endswith(b"\n"):
-                return  # the client closed
-            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
-            server.requests.append(head + b"\r\n" + self.rfile.read(length))
+        while request := _read_request(self.rfile):
+            server.requests.append(request)
             self.wfile.write(server.answer)
             if server.close:
                 return
+
+
+def _read_request(rfile: Any) -> bytes:
+    """The next request's bytes, head and body; b"" once the client has closed."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        line = rfile.readline()
+        if not line:
+            return b""
+        head += line
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return head + rfile.read(length)
 
 
 def _both(url: str) -> list[tuple[Any, ...]]:
@@ -343,3 +352,43 @@ def test_the_request_goes_out_byte_for_byte_as_botocores_session_sends_it(family
     assert botocore == light
     names = [line.split(b":")[0].lower() for line in lines[1:] if b":" in line]
     assert len(names) == len(set(names)) and lines[0].startswith(f"POST /bucket/{key}?".encode())
+
+
+class _Interim(socketserver.StreamRequestHandler):
+    """Answers the first request 102 Processing at once and its final answer only once
+    a second request has come on the same connection (a slow completion); then the
+    second's. ``server.finals`` holds the two final answers."""
+
+    def handle(self) -> None:
+        server: Any = self.server
+        if not _read_request(self.rfile):
+            return
+        self.wfile.write(b"HTTP/1.1 102 Processing\r\n\r\n")
+        self.wfile.flush()
+        if _read_request(self.rfile):  # the client sent its next request on this connection
+            self.wfile.write(server.finals[0] + server.finals[1])
+
+
+def test_a_connection_owing_a_final_answer_is_not_reused():
+    """An interim (1xx) answer other than 100 Continue is what ``http.client`` returns
+    as the answer. The connection still owes the final one: pooled, the next
+    completion sent on it read the previous one's answer (another key's ETag) as its own."""
+    from botocore.awsrequest import AWSRequest
+    from botocore.httpsession import URLLib3Session
+
+    from outcommit_s3.lightsend import Sender
+
+    finals = [b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body) for body in (
+        _RESULT, _RESULT.replace(b"e-1", b"e-2"))]
+    with _Canned(b"") as server:
+        server.RequestHandlerClass, server.finals = _Interim, finals  # type: ignore[attr-defined]
+        sender = Sender(URLLib3Session(), True, 4, (5, 5), [])
+        answers = []
+        for key in ("a", "b"):
+            request = AWSRequest(method="POST", url=server.url(f"/bucket/{key}?uploadId=u"), data=b"<x/>")
+            response = sender.send(request.prepare())
+            answers.append((response.status_code, response.content))
+        sender.close()
+    # Each on its own connection, as botocore's session returns it (the light path: a 500,
+    # retried); the second completion must never read the first one's ETag.
+    assert answers == [(102, b"")] * 2

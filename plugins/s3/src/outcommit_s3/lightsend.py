@@ -291,7 +291,10 @@ class Sender:
         except BaseException:
             conn.close()
             raise
-        if response.will_close or not whole:  # a body cut short: the stream is unusable
+        # A body cut short: the stream is unusable. An interim answer (102, 103: what
+        # http.client returns as the answer, as urllib3 does): the final one is still owed on
+        # this connection, and the next request sent on it would read it as its own.
+        if response.will_close or not whole or response.status < 200:
             conn.close()
         else:
             pool.put(conn)
