@@ -243,11 +243,14 @@ class _Canned(socketserver.ThreadingTCPServer):
     wire both senders write and read, compared byte for byte."""
 
     daemon_threads = True
+    request_queue_size = 128  # 64 threads connecting at once: none refused by a full backlog
 
     def __init__(self, answer: bytes, close: bool = False, family: int = socket.AF_INET) -> None:
         self.address_family = family
         super().__init__(("::1" if family == socket.AF_INET6 else "127.0.0.1", 0), _Handler)
         self.answer, self.close, self.requests = answer, close, []  # type: ignore[var-annotated]
+        self.gate = threading.Event()  # answers wait for it once cleared
+        self.gate.set()
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     def __exit__(self, *exc: object) -> None:
@@ -264,6 +267,7 @@ class _Handler(socketserver.StreamRequestHandler):
         server: Any = self.server
         while request := _read_request(self.rfile):
             server.requests.append(request)
+            server.gate.wait()
             self.wfile.write(server.answer)
             if server.close:
                 return
@@ -392,3 +396,36 @@ def test_a_connection_owing_a_final_answer_is_not_reused():
     # Each on its own connection, as botocore's session returns it (the light path: a 500,
     # retried); the second completion must never read the first one's ETag.
     assert answers == [(102, b"")] * 2
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="counts sockets in Linux's /proc")
+def test_64_threads_share_the_pool_and_close_leaves_no_socket():
+    """64 threads completing at once: each gets an answer, at most the pool's size of
+    connections stay open after, none leaks; closed while 64 completions are in flight,
+    each connection coming back is closed, not pooled (counted at the kernel)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from botocore.awsrequest import AWSRequest
+    from botocore.httpsession import URLLib3Session
+
+    from outcommit_s3.lightsend import Sender
+
+    with _Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as server:
+        port, sender = server.server_address[1], Sender(URLLib3Session(), True, 4, (5, 5), [])
+
+        def send(_: int) -> bytes:
+            request = AWSRequest(method="POST", url=server.url("/bucket/key?uploadId=u"), data=b"<x/>")
+            return sender.send(request.prepare()).content
+
+        with ThreadPoolExecutor(64) as threads:
+            assert set(threads.map(send, range(640))) == {b"ok"}
+            assert _established_to(port) <= 4  # the pool's idle ones, the rest closed
+            server.gate.clear()  # the next 64 answers wait: all in flight at close()
+            requests = len(server.requests)
+            flying = [threads.submit(send, i) for i in range(64)]
+            wait_until(lambda: len(server.requests) == requests + 64, 30.0, "64 requests in flight")
+            pools = list(sender._manager.pools.values())  # held: a pooled socket is not closed by GC
+            sender.close()
+            server.gate.set()
+            assert {future.result() for future in flying} == {b"ok"}
+        assert _established_to(port) == 0 and pools[0].closed
