@@ -429,3 +429,49 @@ def test_64_threads_share_the_pool_and_close_leaves_no_socket():
             server.gate.set()
             assert {future.result() for future in flying} == {b"ok"}
         assert _established_to(port) == 0 and pools[0].closed
+
+
+class _Stalled(socketserver.StreamRequestHandler):
+    """Answers the first request on a connection with half its body, the rest only once
+    ``server.gate`` is set (a read that times out); later ones whole, each its own."""
+
+    def handle(self) -> None:
+        server: Any = self.server
+        while request := _read_request(self.rfile):
+            body = request.split(b"\r\n\r\n", 1)[1]
+            answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            if not server.requests:
+                server.requests.append(request)
+                self.wfile.write(answer[:-3])
+                self.wfile.flush()
+                server.gate.wait()
+                answer = answer[-3:]
+            self.wfile.write(answer)
+
+
+def test_a_connection_that_failed_mid_answer_is_never_reused():
+    """A read timeout in the middle of a body: botocore's ReadTimeoutError, and the
+    connection closed with the rest unread; the next completion, on a new connection,
+    reads its own answer (pooled, the old one failed it: http.client's ResponseNotReady)."""
+    from botocore.awsrequest import AWSRequest
+    from botocore.exceptions import ReadTimeoutError
+    from botocore.httpsession import URLLib3Session
+
+    from outcommit_s3.lightsend import Sender
+
+    with _Canned(b"") as server:
+        server.RequestHandlerClass = _Stalled  # type: ignore[assignment]
+        server.gate.clear()
+        sender = Sender(URLLib3Session(), True, 4, (5, 0.2), [])
+
+        def send(body: bytes) -> bytes:
+            request = AWSRequest(method="POST", url=server.url("/bucket/key?uploadId=u"), data=body)
+            return sender.send(request.prepare()).content
+
+        with pytest.raises(ReadTimeoutError):
+            send(b"<first/>")
+        try:  # the first answer's rest still owed: that connection must not carry the next
+            assert send(b"<second/>") == b"<second/>"
+        finally:
+            server.gate.set()
+            sender.close()
