@@ -170,20 +170,6 @@ def test_a_wrong_region_answer_hands_the_bucket_to_botocore(s3_server, s3_config
     assert store.client.light.redirected == {bucket}
 
 
-def test_the_light_path_goes_through_the_environments_proxy(monkeypatch, s3_server, s3_config, s3_root):
-    """HTTP_PROXY as botocore's endpoint honours it: the completion reaches S3 through it."""
-    with FaultProxy(s3_server.endpoint_url) as proxy:
-        monkeypatch.setenv("HTTP_PROXY", proxy.url)
-        monkeypatch.setenv("http_proxy", proxy.url)
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
-        store, path, mp, upload, etags = _pending(s3_root, {**s3_config, LIGHT: "true"}, "/proxied.bin")
-        seen = proxy.add(Rule("seen", respond(200, b""), **COMPLETE, skip=1 << 30))  # counts, never fires
-        etag = mp.complete(path, upload, etags)
-    assert seen.matched == 1
-    assert store.info(path).etag == etag
-
-
 @pytest.mark.parametrize("endpoint, path_style, bucket", [
     ("https://s3.us-west-2.amazonaws.com", False, "data--usw2-az1--x-s3"),  # S3 Express
     ("https://s3.us-west-2.amazonaws.com", True, "data--usw2-az1--x-s3"),

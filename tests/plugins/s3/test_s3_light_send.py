@@ -147,7 +147,7 @@ def test_the_store_closes_every_connection_of_the_light_path(s3_server, s3_confi
 def test_no_proxy_keeps_the_completion_off_the_proxy(light, monkeypatch, s3_server, s3_config, s3_root):
     """HTTP_PROXY with NO_PROXY naming the endpoint's host: botocore sends direct, so
     must the light path (its sender asks botocore's proxy resolution); without NO_PROXY
-    both go through the proxy (``test_the_light_path_goes_through_the_environments_proxy``)."""
+    the light path goes through it (``test_a_proxied_completion_goes_through_botocores_session``)."""
     with FaultProxy(s3_server.endpoint_url) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("http_proxy", proxy.url)
@@ -161,8 +161,8 @@ def test_no_proxy_keeps_the_completion_off_the_proxy(light, monkeypatch, s3_serv
 
 
 def test_a_proxied_completion_goes_through_botocores_session(monkeypatch, s3_server, s3_config, s3_root):
-    """A proxy applies: the sender hands the request to URLLib3Session (its proxy
-    managers), not to a pool of its own."""
+    """HTTP_PROXY as botocore's endpoint honours it: the completion reaches S3 through it,
+    the sender handing it to URLLib3Session (its proxy managers), not to a pool of its own."""
     with FaultProxy(s3_server.endpoint_url) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("http_proxy", proxy.url)
