@@ -372,6 +372,40 @@ def test_the_request_goes_out_byte_for_byte_as_botocores_session_sends_it(family
     assert len(names) == len(set(names)) and lines[0].startswith(f"POST /bucket/{key}?".encode())
 
 
+@pytest.mark.parametrize("origin", ["http://127.0.0.1", "HTTP://LocalHost", "http://User:Pw@localhost"],
+                         ids=["ip", "upper-case", "userinfo"])
+def test_the_request_goes_out_as_it_was_signed(origin):
+    """The signer signs the host botocore derives from the URL (lower case, no userinfo)
+    and the URL's path unnormalised (S3's rule: ``.``, ``..``, ``//`` and ``~`` are part of
+    the key); the request line and Host header the sender writes must be exactly those,
+    or S3 answers SignatureDoesNotMatch (or serves another key than the one signed)."""
+    from urllib.parse import quote, urlsplit
+
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import ReadOnlyCredentials
+    from botocore.httpsession import URLLib3Session
+
+    from outcommit_s3.lightsend import Sender
+    from outcommit_s3.lightsign import Signer, signed_host
+
+    key = quote("a~b/./c/../..//d/.", safe="/~")
+    with _Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n") as server:
+        url = f"{origin}:{server.server_address[1]}/bucket/{key}?uploadId=a%2Bb"
+        headers = Signer("us-east-1").headers("POST", url, {}, b"<x/>", ReadOnlyCredentials("AK", "S", None))
+        sender = Sender(URLLib3Session(), True, 4, (5, 5), [])
+        try:
+            assert sender.send(AWSRequest(method="POST", url=url, data=b"<x/>", headers=headers).prepare()
+                               ).status_code == 200
+        finally:
+            sender.close()
+        line, *rest = server.requests[0].split(b"\r\n")
+    signed = headers["Authorization"].partition("SignedHeaders=")[2].partition(",")[0].split(";")
+    assert "host" in signed  # the host header is signed: the one sent must be the one derived
+    parts = urlsplit(url)
+    assert line == f"POST {parts.path}?{parts.query} HTTP/1.1".encode()
+    assert [h for h in rest if h.lower().startswith(b"host:")] == [f"Host: {signed_host(url)}".encode()]
+
+
 class _Interim(socketserver.StreamRequestHandler):
     """Answers the first request 102 Processing at once and its final answer only once
     a second request has come on the same connection (a slow completion); then the

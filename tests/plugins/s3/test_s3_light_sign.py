@@ -21,26 +21,38 @@ from generative import budget
 from outcommit_s3.lightsign import Signer, signed_host
 
 HOSTS = ["bucket.s3.amazonaws.com", "s3.eu-west-1.amazonaws.com", "127.0.0.1", "LocalHost",
-         "MinIO.Example.COM", "[::1]", "[2001:DB8::5]", "bucket.s3-accelerate.dualstack.amazonaws.com"]
+         "MinIO.Example.COM", "[::1]", "[2001:DB8::5]", "bucket.s3-accelerate.dualstack.amazonaws.com",
+         # What botocore's endpoint checks let through: a trailing dot, userinfo, a zone id.
+         "bucket.s3.amazonaws.com.", "User:Pw@MinIO.Example.COM", "[fe80::1%25en0]", "[::FFFF:10.0.0.1]"]
 REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-2", "us-gov-west-1"]
 _printable = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+#: Whitespace SigV4's trim must treat as Python's ``str.split`` does (tabs, a folded line,
+#: the separators and no-break spaces it splits on), non-ASCII: a value trimmed otherwise
+#: signs what botocore does not.
+_spacing = st.lists(st.sampled_from([" ", "  ", "\t", "\n ", "\x0b", "\x1c", "\x85", "\xa0", "\u2028",
+                                     "\u3000", "x", "é", "中"]), min_size=1, max_size=8).map("".join)
+#: Keys of the pieces ``quote(key, safe='/~')`` leaves as they are: S3 does not normalise
+#: them, so neither may the canonical URI (``.``/``..`` segments, empty ones, ``~``).
+_segments = st.lists(st.sampled_from(["~", "/", "//", ".", "..", "a", "%", "+", " ", ";", "?", "#", "="]),
+                     min_size=1, max_size=8).map("".join)
 
 
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[str, dict[str, str], bytes]:
-    scheme = draw(st.sampled_from(["http", "https"]))
+    scheme = draw(st.sampled_from(["http", "https", "HTTPS"]))
     host = draw(st.sampled_from(HOSTS))
     port = draw(st.sampled_from(["", ":80", ":443", ":9000", ":5000"]))
     base = draw(st.sampled_from(["", "/bucket", "/prefix/bucket"]))
-    key = draw(st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40))
+    key = draw(st.one_of(st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40),
+                         _segments))
     upload_id = draw(st.text(_printable, min_size=1, max_size=30))
     url = f"{scheme}://{host}{port}{base}/{quote(key, safe='/~')}?uploadId={quote(upload_id, safe='')}"
     headers = {"Content-Type": "application/xml"}
     # Runs of spaces inside and around a value: SigV4 trims and collapses them.
     spaced = st.one_of(st.text(_printable, min_size=1, max_size=20),
                        st.lists(st.sampled_from([" ", "  ", "x", "Y1", "-"]), min_size=1, max_size=8)
-                       .map("".join)).filter(lambda v: v.strip() != "")
-    for name, values in (("User-Agent", spaced), ("If-None-Match", st.just("*")),
+                       .map("".join), _spacing).filter(lambda v: v.strip() != "")
+    for name, values in (("User-Agent", spaced), ("If-None-Match", st.one_of(st.just("*"), spaced)),
                          ("x-amz-request-payer", st.just("requester")), ("X-Amzn-Trace-Id", spaced),
                          ("x-amz-expected-bucket-owner", spaced)):
         if draw(st.booleans()):
@@ -48,11 +60,13 @@ def requests(draw: st.DrawFn) -> tuple[str, dict[str, str], bytes]:
     return url, headers, draw(st.binary(max_size=300))
 
 
+#: A secret beyond ASCII (its UTF-8 bytes derive the key), a token with runs of spaces.
 credentials = st.builds(
     ReadOnlyCredentials,
     st.text(st.characters(min_codepoint=0x30, max_codepoint=0x5A), min_size=1, max_size=20),
-    st.text(_printable, min_size=1, max_size=40),
-    st.one_of(st.none(), st.text(_printable, min_size=1, max_size=60)))
+    st.one_of(st.text(_printable, min_size=1, max_size=40),
+              st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40)),
+    st.one_of(st.none(), st.text(_printable, min_size=1, max_size=60), _spacing))
 
 
 #: One signer per region across examples: its kept keys meet many secrets.
