@@ -19,7 +19,8 @@ What it is: the algorithm ``S3SigV4Auth`` runs for this request, and nothing els
   botocore), plus the host as botocore derives it (lower case, IPv6 in brackets, the
   scheme's default port left out), values trimmed as SigV4 says;
 * the day's signing key is derived once per (secret, day, region) and kept (a handful,
-  under the secret's digest: the signer holds no secret of its own).
+  under the secret's digest, not the secret: what it keeps signs for that day and region
+  only, as the derived key does in botocore's signer per request).
 
 ``tests/plugins/s3/test_s3_light_sign.py`` holds it to botocore's own signer: for drawn
 keys, upload ids, hosts, ports, tokens and headers, every header both produce is equal.
@@ -71,7 +72,7 @@ class Signer:
         self._hosts: dict[str, str] = {}
 
     def _key(self, secret: str, day: str) -> bytes:
-        # Kept under the secret's digest, not the secret: a dump of the signer shows no secret.
+        # Kept under the secret's digest, not the secret: a dump of the signer shows no secret key.
         kept = (hashlib.sha256(secret.encode()).digest(), day)
         with self._lock:
             key = self._keys.get(kept)
