@@ -66,7 +66,8 @@ def assert_exactly_once(target: Target, committer: str, expected: list[Any], tas
     assert sorted(per_task) == list(range(tasks)), f"tasks missing from the output: {files}"
     assert row_digest(got) == row_digest(want)
     assert sorted(got) == sorted(want)
-    assert leftovers(target.url, target.config) == []
+    left = leftovers(target.url, target.config)
+    assert left == [], f"temporary state left after the job: {left}"
     summary = success_of(target)
     assert (summary.committer, summary.success) == (committer, True)
     assert summary.metrics["rows.written"] == len(want)
@@ -80,6 +81,7 @@ def assert_nothing_visible(target: Target, figures: Figures) -> None:
     figures.rows_out = len(read_back(target.url, target.config))
     figures.uploads_left = pending_uploads(target.url, target.config)
     assert visible_files(target.url, target.config) == []
-    assert leftovers(target.url, target.config) == []
+    left = leftovers(target.url, target.config)
+    assert left == [], f"temporary state left after the job: {left}"
     store = open_store(target.url, target.config)
     assert not store.exists(store.join(store.strip(target.url), "_SUCCESS"))
