@@ -40,10 +40,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .lightsign import DEFAULT_PORTS
+
 #: Errors writing the request after which urllib3 still reads the answer (a server may
 #: answer, then close, before the whole request is written).
 _SEND_IGNORED = (errno.EPIPE, errno.ECONNRESET, errno.EPROTOTYPE)
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class _Failure(Exception):
@@ -235,11 +236,11 @@ class Sender:
 
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
-        if (scheme not in _DEFAULT_PORTS or not parts.hostname or self._client_cert
+        if (scheme not in DEFAULT_PORTS or not parts.hostname or self._client_cert
                 or self._proxies.proxy_url_for(url)):
             self._handed.add(origin)
             return None
-        host, port = parts.hostname, parts.port or _DEFAULT_PORTS[scheme]
+        host, port = parts.hostname, parts.port or DEFAULT_PORTS[scheme]
         connect, options = self._timeouts[0], self._socket_options
         if scheme == "https":
             if self._context is None:

@@ -33,10 +33,11 @@ import hmac
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 _ALGORITHM = "AWS4-HMAC-SHA256"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: The ports a URL may leave out, by scheme (botocore signs none of them, as HTTP sends).
+DEFAULT_PORTS = {"http": 80, "https": 443}
 #: Derived keys kept at most (a day's key per secret and region; a rotation adds one).
 _KEYS_KEPT = 8
 
@@ -44,12 +45,15 @@ _KEYS_KEPT = 8
 def signed_host(url: str) -> str:
     """The host botocore signs for ``url`` (its ``_host_from_url``): lower case, an IPv6
     literal in brackets, the port only when it is not the scheme's default."""
-    parts = urlsplit(url)
+    return _host(urlsplit(url))
+
+
+def _host(parts: SplitResult) -> str:
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
     port = parts.port
-    if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+    if port is not None and port != DEFAULT_PORTS.get(parts.scheme):
         host = f"{host}:{port}"
     return host
 
@@ -68,8 +72,6 @@ class Signer:
         self._unsigned = frozenset(SIGNED_HEADERS_BLACKLIST)
         self._keys: dict[tuple[bytes, str], bytes] = {}
         self._lock = threading.Lock()
-        #: (scheme, netloc) -> the host botocore signs: the same for every key of a bucket.
-        self._hosts: dict[str, str] = {}
 
     def _key(self, secret: str, day: str) -> bytes:
         # Kept under the secret's digest, not the secret: a dump of the signer shows no secret key.
@@ -86,15 +88,6 @@ class Signer:
                 self._keys[kept] = key
         return key
 
-    def _parts(self, url: str) -> tuple[str, str, str]:
-        """(the host signed, the URL's path as sent, its query) for ``url``."""
-        parts = urlsplit(url)
-        origin = f"{parts.scheme}://{parts.netloc}"
-        host = self._hosts.get(origin)
-        if host is None:
-            host = self._hosts[origin] = signed_host(url)
-        return host, parts.path, parts.query
-
     def headers(self, method: str, url: str, headers: dict[str, str], body: bytes, credentials: Any,
                 timestamp: str | None = None) -> dict[str, str]:
         """``headers`` and the signature's (X-Amz-Date, X-Amz-Content-SHA256, a session
@@ -107,10 +100,11 @@ class Signer:
         if credentials.token:
             out["X-Amz-Security-Token"] = credentials.token
         out["X-Amz-Content-SHA256"] = payload
-        host, path, query = self._parts(url)
+        parts = urlsplit(url)
+        path, query = parts.path, parts.query
         signed = {name.lower(): _trimmed(value) for name, value in out.items()
                   if name.lower() not in self._unsigned}
-        signed.setdefault("host", host)
+        signed.setdefault("host", _host(parts))
         names = sorted(signed)
         pairs = sorted(pair.partition("=")[::2] for pair in query.split("&")) if query else []
         canonical = "\n".join((
