@@ -4,7 +4,7 @@ Why: botocore's ``S3SigV4Auth.add_auth`` with ``AWSRequest.prepare()`` cost 0.06
 client CPU per completion measured alone and 0.13 ms inside a job commit (two passes over
 the headers through case-insensitive dictionaries, the URL split three times, four HMACs
 to derive the day's key), a quarter of job commit's CPU per file; the same signature
-computed here costs 0.007 ms alone (``docs/performance.md``, "The light path's signer").
+computed here costs 0.010 ms alone (``docs/performance.md``, "The light path's signer").
 
 What it is: the algorithm ``S3SigV4Auth`` runs for this request, and nothing else:
 
