@@ -138,9 +138,20 @@ def test_the_store_closes_every_connection_of_the_light_path(s3_server, s3_confi
         sender = store.client.light._http
         pools = list(sender._manager.pools.values())
         assert len(pools) == 1 and pools[0].made == 1 and _established_to(port) == before + 1
+        late_path = path[:-len("sockets.bin")] + "late.bin"
+        late_upload, late_etags = mp.initiate(late_path), []
+        late_etags.append(mp.upload_part(late_path, late_upload, 1, b"late"))
+        client = store.client  # what a job commit's thread holds when the store is closed
         store.close()
         assert _established_to(port) == 0
         assert not sender._manager.pools
+        # A completion sent on it after the close is served, and keeps no socket open behind it.
+        bucket, key = late_path.split("/", 1)
+        client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=late_upload, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": late_etags[0]}]})
+        assert client.light._http is sender and _established_to(port) == 0
+        assert not sender._manager.pools
+        assert store.read_bytes(late_path) == b"late"
 
 
 @pytest.mark.parametrize("light", PATHS)

@@ -169,17 +169,26 @@ class _Manager:
     def __init__(self) -> None:
         self.pools: dict[str, _Pool] = {}
         self._lock = threading.Lock()
+        self._cleared = False
 
     def pool(self, origin: str, make: Callable[[], http.client.HTTPConnection], size: int) -> _Pool:
         with self._lock:
             pool = self.pools.get(origin)
             if pool is None:
-                pool = self.pools[origin] = _Pool(make, size)
+                pool = _Pool(make, size)
+                if self._cleared:
+                    # A send after (or racing) the store's close: served, but by a pool
+                    # that keeps nothing, so no socket outlives the close.
+                    pool.close()
+                else:
+                    self.pools[origin] = pool
             return pool
 
     def clear(self) -> None:
-        """Every pool's idle connections closed (those in use close on their return)."""
+        """Every pool's idle connections closed (those in use close on their return), and
+        no connection kept by a send that comes after."""
         with self._lock:
+            self._cleared = True
             pools = list(self.pools.values())
             self.pools.clear()
         for pool in pools:
