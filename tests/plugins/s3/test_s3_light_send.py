@@ -306,7 +306,7 @@ def _both(url: str) -> list[tuple[Any, ...]]:
     from outcommit_s3.lightsend import Sender
 
     answers: list[tuple[Any, ...]] = []
-    for session in (URLLib3Session(timeout=(5, 5)), Sender(URLLib3Session(), True, 4, (5, 5), [])):
+    for session in (URLLib3Session(timeout=(5, 5)), Sender(max_pool_connections=4, timeout=(5, 5))):
         request = AWSRequest(method="POST", url=url, data=b"<CompleteMultipartUpload/>",
                              headers={"Content-Type": "application/xml", "User-Agent": "outcommit"})
         try:
@@ -394,7 +394,6 @@ def test_the_request_goes_out_as_it_was_signed(origin):
 
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import ReadOnlyCredentials
-    from botocore.httpsession import URLLib3Session
 
     from outcommit_s3.lightsend import Sender
     from outcommit_s3.lightsign import Signer, signed_host
@@ -403,7 +402,7 @@ def test_the_request_goes_out_as_it_was_signed(origin):
     with _Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n") as server:
         url = f"{origin}:{server.server_address[1]}/bucket/{key}?uploadId=a%2Bb"
         headers = Signer("us-east-1").headers("POST", url, {}, b"<x/>", ReadOnlyCredentials("AK", "S", None))
-        sender = Sender(URLLib3Session(), True, 4, (5, 5), [])
+        sender = Sender(max_pool_connections=4, timeout=(5, 5))
         try:
             assert sender.send(AWSRequest(method="POST", url=url, data=b"<x/>", headers=headers).prepare()
                                ).status_code == 200
@@ -437,7 +436,6 @@ def test_a_connection_owing_a_final_answer_is_not_reused():
     as the answer. The connection still owes the final one: pooled, the next
     completion sent on it read the previous one's answer (another key's ETag) as its own."""
     from botocore.awsrequest import AWSRequest
-    from botocore.httpsession import URLLib3Session
 
     from outcommit_s3.lightsend import Sender
 
@@ -445,7 +443,7 @@ def test_a_connection_owing_a_final_answer_is_not_reused():
         _RESULT, _RESULT.replace(b"e-1", b"e-2"))]
     with _Canned(b"") as server:
         server.RequestHandlerClass, server.finals = _Interim, finals  # type: ignore[attr-defined]
-        sender = Sender(URLLib3Session(), True, 4, (5, 5), [])
+        sender = Sender(max_pool_connections=4, timeout=(5, 5))
         answers = []
         for key in ("a", "b"):
             request = AWSRequest(method="POST", url=server.url(f"/bucket/{key}?uploadId=u"), data=b"<x/>")
@@ -465,12 +463,11 @@ def test_64_threads_share_the_pool_and_close_leaves_no_socket():
     from concurrent.futures import ThreadPoolExecutor
 
     from botocore.awsrequest import AWSRequest
-    from botocore.httpsession import URLLib3Session
 
     from outcommit_s3.lightsend import Sender
 
     with _Canned(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as server:
-        port, sender = server.server_address[1], Sender(URLLib3Session(), True, 4, (5, 5), [])
+        port, sender = server.server_address[1], Sender(max_pool_connections=4, timeout=(5, 5))
 
         def send(_: int) -> bytes:
             request = AWSRequest(method="POST", url=server.url("/bucket/key?uploadId=u"), data=b"<x/>")
@@ -514,14 +511,13 @@ def test_a_connection_that_failed_mid_answer_is_never_reused():
     reads its own answer (pooled, the old one failed it: http.client's ResponseNotReady)."""
     from botocore.awsrequest import AWSRequest
     from botocore.exceptions import ReadTimeoutError
-    from botocore.httpsession import URLLib3Session
 
     from outcommit_s3.lightsend import Sender
 
     with _Canned(b"") as server:
         server.RequestHandlerClass = _Stalled  # type: ignore[assignment]
         server.gate.clear()
-        sender = Sender(URLLib3Session(), True, 4, (5, 0.2), [])
+        sender = Sender(max_pool_connections=4, timeout=(5, 0.2))
 
         def send(body: bytes) -> bytes:
             request = AWSRequest(method="POST", url=server.url("/bucket/key?uploadId=u"), data=body)

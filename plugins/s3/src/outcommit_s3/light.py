@@ -188,7 +188,6 @@ class LightCompleter:
                  timeouts: tuple[float, float],
                  requester_pays: bool = False, proxies: dict[str, str] | None = None,
                  proxies_config: dict[str, Any] | None = None, tcp_keepalive: bool = False) -> None:
-        from botocore.httpsession import URLLib3Session
 
         self._client = client
         self._credentials = credentials
@@ -208,11 +207,9 @@ class LightCompleter:
         # URLLib3Session takes what the leaner sender hands it (a proxied URL, a client
         # certificate: the client's own, which this session lacked).
         cert = getattr(client.meta.config, "client_cert", None)
-        session = URLLib3Session(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
-                                 socket_options=options, proxies=proxies, proxies_config=proxies_config,
-                                 client_cert=cert)
-        self._http = Sender(session, verify, max_connections, timeouts, options, proxies=proxies,
-                            proxies_config=proxies_config, client_cert=cert)
+        self._http = Sender(verify=verify, timeout=timeouts, max_pool_connections=max_connections,
+                            socket_options=options, proxies=proxies, proxies_config=proxies_config,
+                            client_cert=cert)
         self._model = client.meta.service_model.operation_model(OPERATION)
         self._signer = Signer(self._region)
         self._fields = answer_fields(self._model)

@@ -198,15 +198,20 @@ class _Manager:
 class Sender:
     """``send(request)`` as ``URLLib3Session.send`` answers it, on its own pools."""
 
-    def __init__(self, fallback: Any, verify: Any, max_connections: int, timeouts: tuple[float, float],
-                 socket_options: list[tuple[int, int, int]], proxies: dict[str, str] | None = None,
-                 proxies_config: dict[str, Any] | None = None, client_cert: Any = None) -> None:
-        from botocore.httpsession import ProxyConfiguration
+    def __init__(self, *, verify: Any = True, timeout: tuple[float, float] = (60, 60),
+                 max_pool_connections: int = 10, socket_options: list[tuple[int, int, int]] | None = None,
+                 proxies: dict[str, str] | None = None, proxies_config: dict[str, Any] | None = None,
+                 client_cert: Any = None) -> None:
+        """``URLLib3Session``'s arguments, which it is also made with."""
+        from botocore.httpsession import ProxyConfiguration, URLLib3Session
 
         #: The URLLib3Session that takes what this sender does not (proxies, client certs).
-        self.fallback = fallback
-        self._verify, self._size, self._timeouts = verify, max_connections, timeouts
-        self._socket_options: list[Any] = list(socket_options)
+        self.fallback = URLLib3Session(
+            verify=verify, timeout=timeout, max_pool_connections=max_pool_connections,
+            socket_options=socket_options, proxies=proxies, proxies_config=proxies_config,
+            client_cert=client_cert)
+        self._verify, self._size, self._timeouts = verify, max_pool_connections, timeout
+        self._socket_options: list[Any] = list(socket_options or [])
         self._proxies = ProxyConfiguration(proxies=proxies, proxies_settings=proxies_config)
         self._client_cert = client_cert
         self._context: ssl.SSLContext | None = None
