@@ -85,8 +85,8 @@ def _texts(root: ET.Element) -> dict[str, str]:
     """The text of each of ``root``'s children by name, whatever its namespace, as
     botocore's parser reads them (it drops namespaces): S3's <Error> bodies carry none, its
     results S3's, and a store answering in another one still completed the upload. A name
-    given twice: its first. One pass over the children, not one per member read (a
-    result's ~15 members cost 3 us per answer, issue 30)."""
+    given twice: its first. One pass over the children, not one per member read (an
+    answer reads up to 15 of them: issue 30's client CPU)."""
     texts: dict[str, str] = {}
     for child in root:
         texts.setdefault(child.tag.rpartition("}")[2], child.text or "")
