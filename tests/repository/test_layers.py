@@ -58,6 +58,7 @@ CORE_LAYERS: dict[str, int] = {
     "outcommit.spelling": LEAVES, "outcommit.extras": LEAVES,
     # protocol and formats: what committers, stores and plugins are, and what they persist
     "outcommit.committer": PROTOCOL, "outcommit.jobstate": PROTOCOL, "outcommit.jobdir": PROTOCOL,
+    "outcommit.livewrites": PROTOCOL,
     "outcommit.conflictmodes": PROTOCOL, "outcommit.recovery": PROTOCOL, "outcommit.reporting": PROTOCOL,
     "outcommit.store": PROTOCOL, "outcommit.storetypes": PROTOCOL,
     "outcommit.storeoptional": PROTOCOL, "outcommit.storetree": PROTOCOL, "outcommit.storejson": PROTOCOL,

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
+import fsspec
+
 from . import conflictmodes
 from .committer import TEMPORARY_DIR, Committer
 from .committers import journal
@@ -14,6 +16,7 @@ from .config import Config
 from .context import JobContext, TaskAttemptContext
 from .errors import CommitError, TaskCommitError
 from .jobstate import ABORT_NOTE, JOB_MARKER, JobEvidence, attempts_in
+from .livewrites import LiveWritesFileSystem
 from .recovery import JobRecovery
 from .store import Store
 
@@ -170,7 +173,8 @@ class JobDirectoryCommitter(Committer):
         prune(self.job_dir(job.job_id))
         self.remove_temporary_root()
 
-    def abandon_if_job_ended(self, task: TaskAttemptContext, created: Sequence[str]) -> None:
+    def abandon_if_job_ended(self, task: TaskAttemptContext, created: Sequence[str],
+                             doing: str = "committing") -> None:
         """Write, then check: raise if the job ended while ``task`` created ``created``.
 
         A straggling attempt whose job was committed or aborted meanwhile must not leave
@@ -183,7 +187,7 @@ class JobDirectoryCommitter(Committer):
             self.store.delete(path, recursive=True)
         self.prune_job_dir(task.job)
         raise TaskCommitError(f"job {task.job_id} ended while task attempt {task.attempt_id} was "
-                              f"committing to {self.destination}: its output was discarded")
+                              f"{doing} to {self.destination}: its output was discarded")
 
     def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
         """The journal's files this job moved into the destination (what ``abort_job``
@@ -230,6 +234,12 @@ class JobDirectoryCommitter(Committer):
 
     def work_path(self, task: TaskAttemptContext) -> str:
         return self.task_attempt_dir(task)
+
+    def filesystem(self, task: TaskAttemptContext) -> fsspec.AbstractFileSystem:
+        """The store's filesystem, whose files written under the job's directory check the
+        job after their write (:mod:`outcommit.livewrites`: an attempt the engine stopped
+        waiting for may write after the job's cleanup, and be killed before its abort)."""
+        return LiveWritesFileSystem(self, task, self.store.fs, check_at_open=self.store.file_at_open)
 
     def setup_task(self, task: TaskAttemptContext) -> None:
         self.require_job(task.job, TaskCommitError)

@@ -67,6 +67,9 @@ class Store(OptionalOperations):
     #: Requests the store's clients serve at once (a connection pool's size): the default
     #: of ``outcommit.committer.threads``.
     parallelism: int = 8
+    #: A file opened for writing exists (under its name, empty) from its open, not from its
+    #: close: local disks, HDFS, fsspec's memory filesystem. Object stores: False.
+    file_at_open: bool = False
 
     def __init__(self, url: str, config: Config | None = None,
                  fs: fsspec.AbstractFileSystem | None = None) -> None:

@@ -519,6 +519,10 @@ class MeteredStore(Store):
         return self.inner.parallelism
 
     @property
+    def file_at_open(self) -> bool:  # type: ignore[override]
+        return self.inner.file_at_open
+
+    @property
     def default_committer(self) -> str:  # type: ignore[override]
         return self.inner.default_committer
 

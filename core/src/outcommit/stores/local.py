@@ -50,6 +50,7 @@ class LocalStore(Store):
 
     capabilities = LOCAL_CAPABILITIES
     default_committer = "v1"
+    file_at_open = True
 
     def make_filesystem(self) -> fsspec.AbstractFileSystem:
         return fsspec.filesystem("file", auto_mkdir=True)

@@ -33,6 +33,7 @@ class MemoryStore(Store):
 
     capabilities = MEMORY_CAPABILITIES
     default_committer = "v1"
+    file_at_open = True
 
     def make_filesystem(self) -> fsspec.AbstractFileSystem:
         return fsspec.filesystem("memory")

@@ -131,6 +131,10 @@ class FaultInjectingStore(Store):
         return self.inner.parallelism
 
     @property
+    def file_at_open(self) -> bool:  # type: ignore[override]
+        return self.inner.file_at_open
+
+    @property
     def iostatistics(self) -> Any:  # type: ignore[override]
         return self.inner.iostatistics
 

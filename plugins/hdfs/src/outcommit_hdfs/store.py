@@ -33,6 +33,7 @@ HDFS_CAPABILITIES = Capabilities.of(
 class HdfsStore(Store):
     capabilities = HDFS_CAPABILITIES
     default_committer = "v1"
+    file_at_open = True  # the namenode creates the file at its open
 
     def make_filesystem(self) -> fsspec.AbstractFileSystem:
         parts = urlsplit(self._url)

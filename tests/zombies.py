@@ -1,0 +1,108 @@
+"""A losing attempt that outlives its job and is then killed as Spark kills it.
+
+Spark kills the losing attempt of a speculated task once the other attempt succeeded; its
+Python worker runs on (``spark.python.task.killTimeout``, 2 s) and is then destroyed, so
+the attempt's own abort never runs. Meanwhile the driver may commit the job and delete
+its temporary state. Here the zombie is a real process (``spawn``) that holds its file
+open at a chosen point until the parent has committed the job, then writes (opens or
+closes its file), tells the parent what happened, and is killed with SIGKILL: nothing of
+it runs after that point. The parent is the engine: the other attempt of the task
+commits, the job commits with its message, and the destination is judged.
+
+The steps are lined up by a pipe (no sleeps): every message is an answer to the other side.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import posixpath
+import signal
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from outcommit import JobContext, create_committer, open_store
+from outcommit.testing.suite import leftovers, visible_files
+
+#: ``close``: the file was opened and written before the job ended, and is closed after it
+#: (the zombie's last write comes after job cleanup). ``open``: the zombie opens its next
+#: file only after the job ended, and is killed while writing it.
+When = Literal["close", "open"]
+
+FILE = "date=1/part-00000-000-zombie-a0.txt"
+
+
+@dataclass
+class Outcome:
+    """What the zombie reported before it was killed, and what the destination holds."""
+
+    zombie: str
+    left: list[str]
+    visible: dict[str, bytes]
+
+
+def _zombie(conn: Any, name: str, url: str, config: dict[str, str], job: dict[str, Any],
+            when: When) -> None:
+    """Attempt 0 of task 0, in its own process: stops where the pipe says, never aborts."""
+    committer = create_committer(url, config, name)
+    task = JobContext.from_dict(job).task_attempt(0, 0)
+    committer.setup_task(task)
+    fs, path = committer.filesystem(task), posixpath.join(committer.work_path(task), FILE)
+    stream = None
+    if when == "close":
+        stream = fs.open(path, "wb")
+        stream.write(b"written by the losing attempt\n")
+    conn.send("ready")
+    conn.recv()  # the job has committed and cleaned up
+    try:
+        if stream is None:
+            stream = fs.open(path, "wb")
+            stream.write(b"still writing when killed\n")
+            conn.send("writing")
+        else:
+            stream.close()
+            conn.send("closed")
+    except Exception as exc:
+        conn.send(f"refused: {type(exc).__name__}: {exc}")
+    try:
+        conn.recv()  # never answered: SIGKILL comes first, as Spark's forced kill does
+    except EOFError:  # in the parent's process (memory store): its end closed, nothing runs on
+        return
+
+
+def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: When) -> Outcome:
+    """Run the scenario with committer ``name`` at ``url``; the zombie stops at ``when``."""
+    committer = create_committer(url, config, name)
+    job = JobContext(url, config=config)
+    committer.setup_job(job)
+    parent, child = multiprocessing.get_context("spawn").Pipe()
+    args = (child, name, url, config, job.to_dict(), when)
+    # The memory store lives in this process: there the zombie is a thread, "killed" by
+    # closing its pipe (it then returns without another step).
+    process: Any = (threading.Thread(target=_zombie, args=args, daemon=True) if url.startswith("memory:")
+                    else multiprocessing.get_context("spawn").Process(target=_zombie, args=args, daemon=True))
+    process.start()
+    try:
+        if not parent.poll(120):
+            raise AssertionError("the zombie never got ready")
+        assert parent.recv() == "ready"
+        winner = job.task_attempt(0, 1)
+        committer.setup_task(winner)
+        with committer.filesystem(winner).open(
+                posixpath.join(committer.work_path(winner), "date=1/part-00000-000-won-a1.txt"), "wb") as f:
+            f.write(b"written by the winning attempt\n")
+        committer.commit_job(job, [committer.commit_task(winner)])
+        parent.send("go")
+        if not parent.poll(120):
+            raise AssertionError("the zombie never answered")
+        said = parent.recv()
+    finally:
+        if isinstance(process, threading.Thread):
+            parent.close()
+        elif process.is_alive():
+            os.kill(process.pid, signal.SIGKILL)
+        process.join(30)
+    store = open_store(url, config)
+    dest = store.strip(url)
+    return Outcome(said, leftovers(store, dest), visible_files(store, dest))
