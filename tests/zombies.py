@@ -23,12 +23,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from outcommit import JobContext, create_committer, open_store
+from outcommit.jobstate import JOB_MARKER
+from outcommit.testing.faults import Fault, FaultInjectingStore, kill_process
 from outcommit.testing.suite import leftovers, visible_files
 
 #: ``close``: the file was opened and written before the job ended, and is closed after it
 #: (the zombie's last write comes after job cleanup). ``open``: the zombie opens its next
-#: file only after the job ended, and is killed while writing it.
-When = Literal["close", "open"]
+#: file only after the job ended, and is killed while writing it. ``check``: the zombie
+#: is killed inside the check that follows the write creating its file after the job
+#: ended (its open where files appear at their open, else its close): the one window the
+#: check leaves.
+When = Literal["close", "open", "check"]
 
 FILE = "date=1/part-00000-000-zombie-a0.txt"
 
@@ -40,17 +45,23 @@ class Outcome:
     zombie: str
     left: list[str]
     visible: dict[str, bytes]
+    job_id: str
 
 
 def _zombie(conn: Any, name: str, url: str, config: dict[str, str], job: dict[str, Any],
             when: When) -> None:
     """Attempt 0 of task 0, in its own process: stops where the pipe says, never aborts."""
-    committer = create_committer(url, config, name)
+    store = FaultInjectingStore(open_store(url, config))
+    committer = create_committer(url, config, name, store=store)
     task = JobContext.from_dict(job).task_attempt(0, 0)
     committer.setup_task(task)
+    if when == "check":  # the next look at the job's marker is the check after the write
+        store.add(Fault("info", path_contains=JOB_MARKER, error=kill_process))
     fs, path = committer.filesystem(task), posixpath.join(committer.work_path(task), FILE)
     stream = None
-    if when == "close":
+    # Where a file appears at its open, the write that creates it after the job ended is
+    # its open; elsewhere its close.
+    if when == "close" or (when == "check" and not store.file_at_open):
         stream = fs.open(path, "wb")
         stream.write(b"written by the losing attempt\n")
     conn.send("ready")
@@ -80,9 +91,13 @@ def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: W
     args = (child, name, url, config, job.to_dict(), when)
     # The memory store lives in this process: there the zombie is a thread, "killed" by
     # closing its pipe (it then returns without another step).
+    if when == "check" and url.startswith("memory:"):
+        raise ValueError("a zombie killed in its check needs its own process: not on memory")
     process: Any = (threading.Thread(target=_zombie, args=args, daemon=True) if url.startswith("memory:")
                     else multiprocessing.get_context("spawn").Process(target=_zombie, args=args, daemon=True))
     process.start()
+    if not isinstance(process, threading.Thread):
+        child.close()  # the zombie's end is its own now: its death is an EOF here
     try:
         if not parent.poll(120):
             raise AssertionError("the zombie never got ready")
@@ -96,7 +111,10 @@ def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: W
         parent.send("go")
         if not parent.poll(120):
             raise AssertionError("the zombie never answered")
-        said = parent.recv()
+        try:
+            said = parent.recv()
+        except EOFError:
+            said = "killed"  # by its own store wrapper, in its check
     finally:
         if isinstance(process, threading.Thread):
             parent.close()
@@ -105,4 +123,4 @@ def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: W
         process.join(30)
     store = open_store(url, config)
     dest = store.strip(url)
-    return Outcome(said, leftovers(store, dest), visible_files(store, dest))
+    return Outcome(said, leftovers(store, dest), visible_files(store, dest), job.job_id)

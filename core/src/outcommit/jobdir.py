@@ -69,12 +69,41 @@ class JobDirectoryCommitter(Committer):
     def setup_job(self, job: JobContext) -> None:
         self.reports.check_summary_report_dir()
         self.check_destination_on_setup(job)
+        self.sweep_ended_jobs(job)
         attempt_dir = self.job_attempt_dir(job)
         self.store.mkdirs(attempt_dir)
         self.store.save_json(self.store.join(attempt_dir, JOB_MARKER),
                              {"jobId": job.job_id, "jobAttempt": job.attempt,
                               "committer": self.name, "destination": self.destination})
         self.log_setup(job, self.store.url(attempt_dir))
+
+    def sweep_ended_jobs(self, job: JobContext) -> None:
+        """Delete what attempts of ended jobs left under ``_temporary`` (never raises).
+
+        A task attempt killed between a file's write and the check after it
+        (:mod:`outcommit.livewrites`) leaves that file in its job's directory after the
+        job's cleanup; the next job on the destination removes it here. Only a directory
+        that is certainly an ended job of ours goes (:func:`ended_job_of_ours`): never a
+        live job's (two jobs may share the destination), never state an abort needs, never
+        another tool's. One listing of ``_temporary`` when nothing is there.
+        """
+        root = self.store.join(self.dest, TEMPORARY_DIR)
+        try:
+            others = [c for c in self.store.list_dir(root) if c.is_dir and c.name != job.job_id]
+        except FileNotFoundError:
+            return
+        except Exception:
+            self.logger(job).warning("could not list %s for ended jobs' state", root, exc_info=True)
+            return
+        for other in others:
+            try:
+                if ended_job_of_ours(self.store, other.path, other.name):
+                    self.store.delete(other.path, recursive=True)
+                    self.logger(job).warning("deleted %s: temporary state of ended job %s, left by "
+                                             "an attempt killed after the job's cleanup",
+                                             self.store.url(other.path), other.name)
+            except Exception:
+                self.logger(job).warning("could not sweep %s", other.path, exc_info=True)
 
     def job_marker(self, job: JobContext, attempt: int | None = None) -> str:
         return self.store.join(self.job_attempt_dir(job, attempt), JOB_MARKER)
@@ -258,4 +287,34 @@ class JobDirectoryCommitter(Committer):
             self.logger(task).warning("abort of %s failed", task.attempt_id, exc_info=True)
 
 
-__all__ = ["JobDirectoryCommitter"]
+def ended_job_of_ours(store: Store, job_dir: str, job_id: str) -> bool:
+    """Is ``job_dir`` (``_temporary/<job_id>``) the state of an ended job of this family?
+
+    Ended: no job attempt holds a liveness marker (whichever committer of the family made
+    it: ``0/`` or ``00/``), and no publish journal or abort note is there (an interrupted
+    commit's evidence, which its abort needs). Ours: a task's or task attempt's name for
+    the job (``task_<job_id>_...``, ``attempt_<job_id>_...``) is in an attempt directory
+    or one level below it; Hadoop's ``_temporary/0`` holds none, and a job being set up
+    right now has none yet (its marker comes before any task). Listings one level at a
+    time: a live job is told by its marker without listing its output.
+    """
+    own = (f"attempt_{job_id}_", f"task_{job_id}_")
+
+    def names(path: str) -> dict[str, bool]:
+        return {c.name: c.is_dir for c in store.list_dir(path)}
+
+    top = names(job_dir)
+    if top.keys() & {journal.JOURNAL_FILE, ABORT_NOTE}:
+        return False
+    ours = False
+    for attempt in (store.join(job_dir, n) for n, is_dir in top.items() if is_dir):
+        inside = names(attempt)
+        if JOB_MARKER in inside:
+            return False
+        ours = ours or any(n.startswith(own) for n in inside) or any(
+            n.startswith(own) for d, is_dir in inside.items() if is_dir
+            for n in names(store.join(attempt, d)))
+    return ours
+
+
+__all__ = ["JobDirectoryCommitter", "ended_job_of_ours"]

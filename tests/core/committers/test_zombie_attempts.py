@@ -15,7 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from zombies import zombie_outlives_its_job
+from outcommit import JobContext, create_committer, open_store
+from outcommit.testing.suite import leftovers
+from zombies import FILE, zombie_outlives_its_job
 
 RENAME_COMMITTERS = ["v1", "v2", "manifest"]
 
@@ -61,3 +63,40 @@ def test_zombie_closing_its_file_after_job_cleanup_is_refused(root: str, committ
     assert outcome.left == [], f"the killed zombie left temporary state: {outcome.left}"
     assert outcome.zombie.startswith("refused: TaskCommitError"), outcome.zombie
     won_only(outcome.visible)
+
+
+@pytest.mark.parametrize("beside", RENAME_COMMITTERS)
+@pytest.mark.parametrize("committer", RENAME_COMMITTERS)
+def test_what_a_zombie_killed_in_its_check_left_goes_at_the_next_jobs_setup(
+        tmp_path, committer: str, beside: str) -> None:
+    """The window the check leaves: killed between the write that created its file and
+    the check, the zombie leaves that file. The next job on the destination removes it at
+    its setup (``sweep_ended_jobs``), and keeps what is not an ended job of ours: a live
+    job's state (``beside``, of any committer sharing ``_temporary``: v1 names its attempt
+    directories ``0``, the manifest committer ``00``), and another tool's (Hadoop's
+    ``_temporary/0``)."""
+    url = f"file://{tmp_path}/out"
+    outcome = zombie_outlives_its_job(committer, url, {}, "check")
+    assert outcome.zombie == "killed"
+    assert [p.rsplit("/", 1)[1] for p in outcome.left if p.endswith(".txt")] == [FILE.rsplit("/", 1)[1]]
+    store = open_store(url)
+    dest = store.strip(url)
+    hadoop = store.join(dest, "_temporary/0/_temporary/attempt_202611281136_0001_m_000000_0/part-0")
+    store.write_bytes(hadoop, b"Hadoop's")
+    live, live_committer = JobContext(url), create_committer(url, committer=beside)
+    live_committer.setup_job(live)
+    live_task = live.task_attempt(0, 0)
+    live_committer.setup_task(live_task)
+    with live_committer.filesystem(live_task).open(
+            store.join(live_committer.work_path(live_task), "live.txt"), "wb") as f:
+        f.write(b"live")
+    following = JobContext(url)
+    create_committer(url, committer=committer).setup_job(following)
+    left = leftovers(store, dest)
+    assert not [p for p in left if outcome.job_id in p], f"the ended job's state stayed: {left}"
+    assert [p for p in left if p.endswith("live.txt")], f"a live job's output went: {left}"
+    assert hadoop in left, f"another tool's state went: {left}"
+    for job, name in ((live, beside), (following, committer)):
+        create_committer(url, committer=name).abort_job(job)
+        create_committer(url, committer=name).cleanup_job(job)
+    assert leftovers(store, dest) == [store.join(dest, "_temporary"), hadoop]
