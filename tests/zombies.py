@@ -56,7 +56,7 @@ def _zombie(conn: Any, name: str, url: str, config: dict[str, str], job: dict[st
     task = JobContext.from_dict(job).task_attempt(0, 0)
     committer.setup_task(task)
     if when == "check":  # the next look at the job's marker is the check after the write
-        store.add(Fault("info", path_contains=JOB_MARKER, error=kill_process))
+        store.add(Fault("read_bytes", path_contains=JOB_MARKER, error=kill_process))
     fs, path = committer.filesystem(task), posixpath.join(committer.work_path(task), FILE)
     stream = None
     # Where a file appears at its open, the write that creates it after the job ended is
@@ -82,8 +82,10 @@ def _zombie(conn: Any, name: str, url: str, config: dict[str, str], job: dict[st
         return
 
 
-def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: When) -> Outcome:
-    """Run the scenario with committer ``name`` at ``url``; the zombie stops at ``when``."""
+def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: When,
+                            then: Literal["commit", "abort"] = "commit") -> Outcome:
+    """Run the scenario with committer ``name`` at ``url``; the zombie stops at ``when``;
+    the job commits (or, ``then="abort"``, fails and is aborted) while it is stopped."""
     committer = create_committer(url, config, name)
     job = JobContext(url, config=config)
     committer.setup_job(job)
@@ -107,7 +109,11 @@ def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: W
         with committer.filesystem(winner).open(
                 posixpath.join(committer.work_path(winner), "date=1/part-00000-000-won-a1.txt"), "wb") as f:
             f.write(b"written by the winning attempt\n")
-        committer.commit_job(job, [committer.commit_task(winner)])
+        if then == "commit":
+            committer.commit_job(job, [committer.commit_task(winner)])
+        else:
+            committer.abort_job(job)
+            committer.cleanup_job(job)
         parent.send("go")
         if not parent.poll(120):
             raise AssertionError("the zombie never answered")

@@ -145,7 +145,8 @@ class JobDirectoryCommitter(Committer):
         job_dir = self.job_dir(job.job_id)
         return JobEvidence(self.store, job_dir, lambda attempt: self.job_marker(job, attempt),
                            lambda _attempts: journal.exists(self.store, job_dir),
-                           frozenset({JOB_MARKER, ABORT_NOTE, journal.JOURNAL_FILE}))
+                           frozenset({JOB_MARKER, ABORT_NOTE, journal.JOURNAL_FILE}),
+                           (f"attempt_{job.job_id}_", f"task_{job.job_id}_"))
 
     def leftover_jobs(self) -> dict[str, list[int]]:
         root = self.store.join(self.dest, TEMPORARY_DIR)
@@ -217,6 +218,17 @@ class JobDirectoryCommitter(Committer):
         self.prune_job_dir(task.job)
         raise TaskCommitError(f"job {task.job_id} ended while task attempt {task.attempt_id} was "
                               f"{doing} to {self.destination}: its output was discarded")
+
+    def abandon_write_if_job_ended(self, task: TaskAttemptContext, path: str) -> None:
+        """The check after one file's write (:mod:`outcommit.livewrites`): if the job
+        ended, the file goes and the write fails. One request while the job is live, a
+        read of its marker: a HEAD would cost GCS's client an object and a listing request."""
+        try:
+            self.store.read_bytes(self.job_marker(task.job))
+            return
+        except FileNotFoundError:
+            pass
+        self.abandon_if_job_ended(task, [path], doing="writing")
 
     def published_by_interrupted_commit(self, job: JobContext) -> list[str]:
         """The journal's files this job moved into the destination (what ``abort_job``

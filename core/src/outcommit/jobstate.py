@@ -33,6 +33,10 @@ class JobEvidence:
     #: Names of the files only outcommit writes in a job's state (markers, commit records,
     #: abort notes...): Hadoop's committers, whose layouts ours follow, write none of them.
     own_names: frozenset[str] = frozenset({JOB_MARKER, ABORT_NOTE})
+    #: Beginnings of names only outcommit's layout gives in a job's state, at any depth (the
+    #: job's task and attempt directories, named for its id): what an attempt killed after
+    #: the job ended left holds no file of ``own_names``, and is ours all the same.
+    own_prefixes: tuple[str, ...] = ()
 
     @property
     def note(self) -> str:
@@ -43,7 +47,9 @@ class JobEvidence:
         """Does the job's directory hold a file only outcommit writes, at any depth? (A
         listing of the directory: asked only of state that shows no marker, no abort note
         and no commit record where the committer looks for them.)"""
+        inside = len(self.root.rstrip("/")) + 1
         return any(info.path.rpartition("/")[2] in self.own_names
+                   or any(part.startswith(self.own_prefixes) for part in info.path[inside:].split("/"))
                    for info in self.store.list_files(self.root))
 
 

@@ -16,15 +16,14 @@ and the write fails.
 When the check runs: after the close (a blob, a GCS object, a memory file: the file
 appears at its close), and where a file appears at its open (``Store.file_at_open``: local
 disks, HDFS) also right after the open, so that a worker killed while writing a file it
-opened after the job ended leaves nothing. One request per file (a HEAD of the job's
-marker) on the object stores; a worker killed between its write and the check leaves that
+opened after the job ended leaves nothing. One request per file on the object stores (a
+read of the job's marker, a few hundred bytes); a worker killed between its write and the check leaves that
 one file, for the next job's setup (``JobDirectoryCommitter.sweep_committed_jobs``) or
 ``outcommit jobs abort`` to remove.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import fsspec
@@ -50,8 +49,7 @@ class JobLiveness(Protocol):
 
     def job_dir(self, job_id: str) -> str: ...
 
-    def abandon_if_job_ended(self, task: TaskAttemptContext, created: Sequence[str],
-                             doing: str = ...) -> None: ...
+    def abandon_write_if_job_ended(self, task: TaskAttemptContext, path: str) -> None: ...
 
 
 class CheckedFile:
@@ -108,8 +106,7 @@ class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         return is_inside(self.committer.store.strip(path), self.committer.job_dir(self.task.job_id))
 
     def _check(self, path: str) -> None:
-        self.committer.abandon_if_job_ended(self.task, [self.committer.store.strip(path)],
-                                            doing="writing")
+        self.committer.abandon_write_if_job_ended(self.task, self.committer.store.strip(path))
 
     def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True,
               cache_options: Any = None, **kwargs: Any) -> Any:

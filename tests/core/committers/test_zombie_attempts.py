@@ -100,3 +100,24 @@ def test_what_a_zombie_killed_in_its_check_left_goes_at_the_next_jobs_setup(
         create_committer(url, committer=name).abort_job(job)
         create_committer(url, committer=name).cleanup_job(job)
     assert leftovers(store, dest) == [store.join(dest, "_temporary"), hadoop]
+
+
+@pytest.mark.parametrize("committer", RENAME_COMMITTERS)
+def test_outcommit_jobs_tells_and_removes_what_a_zombie_of_an_aborted_job_left(
+        tmp_path, committer: str, capsys) -> None:
+    """Left by a zombie of a job that was aborted, and found before any next job: the
+    state holds no marker, journal or abort note, but its names are the job's own, so
+    ``outcommit jobs`` lists it as outcommit's (not as another tool's) and aborts it."""
+    import json
+
+    from outcommit.cli import main
+
+    url = f"file://{tmp_path}/out"
+    outcome = zombie_outlives_its_job(committer, url, {}, "check", then="abort")
+    assert outcome.zombie == "killed" and outcome.visible == {}
+    assert main(["jobs", "list", url, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(row["jobId"], row["status"]) for row in listed] == [(outcome.job_id, "not-committed")]
+    assert main(["jobs", "abort", url, outcome.job_id, "--force"]) == 0
+    store = open_store(url)
+    assert leftovers(store, store.strip(url)) == []
