@@ -32,8 +32,10 @@ from outcommit.testing.suite import leftovers, visible_files
 #: file only after the job ended, and is killed while writing it. ``check``: the zombie
 #: is killed inside the check that follows the write creating its file after the job
 #: ended (its open where files appear at their open, else its close): the one window the
-#: check leaves.
-When = Literal["close", "open", "check"]
+#: check leaves. ``commit`` (manifest): the zombie's task commit has passed its job check
+#: and is held at saving its manifest until the job committed, then saves it and is
+#: killed inside the check after it.
+When = Literal["close", "open", "check", "commit"]
 
 FILE = "date=1/part-00000-000-zombie-a0.txt"
 
@@ -58,6 +60,9 @@ def _zombie(conn: Any, name: str, url: str, config: dict[str, str], job: dict[st
     if when == "check":  # the next look at the job's marker is the check after the write
         store.add(Fault("read_bytes", path_contains=JOB_MARKER, error=kill_process))
     fs, path = committer.filesystem(task), posixpath.join(committer.work_path(task), FILE)
+    if when == "commit":
+        _commits_late(conn, store, committer, task, fs, path)
+        return
     stream = None
     # Where a file appears at its open, the write that creates it after the job ended is
     # its open; elsewhere its close.
@@ -82,6 +87,28 @@ def _zombie(conn: Any, name: str, url: str, config: dict[str, str], job: dict[st
         return
 
 
+def _commits_late(conn: Any, store: FaultInjectingStore, committer: Any, task: Any, fs: Any,
+                  path: str) -> None:
+    """``when="commit"``: held at the manifest's save inside the task commit (the job still
+    live when it began), then killed in the check after the save."""
+    with fs.open(path, "wb") as stream:
+        stream.write(b"written by the losing attempt\n")
+
+    def hold(_operation: str, args: tuple[Any, ...]) -> bool:
+        conn.send("ready")
+        conn.recv()  # the job has committed and cleaned up
+        store.add(Fault("info", path_contains=JOB_MARKER, error=kill_process))
+        return False
+
+    store.add(Fault("save_json", path_contains="/manifests/", predicate=hold))
+    try:
+        committer.commit_task(task)
+        conn.send("committed")
+    except Exception as exc:
+        conn.send(f"refused: {type(exc).__name__}: {exc}")
+    conn.recv()
+
+
 def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: When,
                             then: Literal["commit", "abort"] = "commit") -> Outcome:
     """Run the scenario with committer ``name`` at ``url``; the zombie stops at ``when``;
@@ -93,7 +120,7 @@ def zombie_outlives_its_job(name: str, url: str, config: dict[str, str], when: W
     args = (child, name, url, config, job.to_dict(), when)
     # The memory store lives in this process: there the zombie is a thread, "killed" by
     # closing its pipe (it then returns without another step).
-    if when == "check" and url.startswith("memory:"):
+    if when in ("check", "commit") and url.startswith("memory:"):
         raise ValueError("a zombie killed in its check needs its own process: not on memory")
     process: Any = (threading.Thread(target=_zombie, args=args, daemon=True) if url.startswith("memory:")
                     else multiprocessing.get_context("spawn").Process(target=_zombie, args=args, daemon=True))

@@ -121,3 +121,25 @@ def test_outcommit_jobs_tells_and_removes_what_a_zombie_of_an_aborted_job_left(
     assert main(["jobs", "abort", url, outcome.job_id, "--force"]) == 0
     store = open_store(url)
     assert leftovers(store, store.strip(url)) == []
+
+
+def test_what_a_manifest_task_commit_killed_after_saving_its_manifest_left_goes_at_the_next_setup(
+        tmp_path) -> None:
+    """The manifest committer's task commit checks the job, saves the manifest, checks
+    again: no order of a write and a check leaves nothing if the process dies between them.
+    Held at the save until the job committed and cleaned up, then killed in the check
+    after it, the zombie leaves its manifest (and the directories the save recreated); the
+    next job's setup removes them."""
+    url = f"file://{tmp_path}/out"
+    outcome = zombie_outlives_its_job("manifest", url, {}, "commit")
+    assert outcome.zombie == "killed"
+    assert [p for p in outcome.left if p.endswith("-manifest.json")], outcome.left
+    following = JobContext(url)
+    committer = create_committer(url, committer="manifest")
+    committer.setup_job(following)
+    store = open_store(url)
+    left = leftovers(store, store.strip(url))
+    assert not [p for p in left if outcome.job_id in p], f"the ended job's state stayed: {left}"
+    committer.abort_job(following)
+    committer.cleanup_job(following)
+    assert leftovers(store, store.strip(url)) == []
