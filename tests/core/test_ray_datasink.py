@@ -186,7 +186,9 @@ def test_a_task_still_writing_when_the_job_is_aborted_cleans_up_after_itself(
     sink.on_write_failed(RuntimeError("another task failed"))
     (flags / "aborted").touch()
     raised = ray.get(running, timeout=120)
-    assert re.search(r"CommitError: .*(was aborted while task 1 wrote|is not active)", raised), raised
+    # (v1, manifest: the file's own check after its write finds the job ended first.)
+    assert re.search(r"CommitError: .*(was aborted while task 1 wrote|is not active"
+                     r"|ended while task attempt \S+ was writing)", raised), raised
     store = open_store(url, config)
     assert visible_files(store, store.strip(url)) == {}
     assert leftovers(store, store.strip(url)) == []
