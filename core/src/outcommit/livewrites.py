@@ -76,6 +76,11 @@ class CheckedFile:
             self._checked = True
             self._check()
 
+    def commit(self) -> None:
+        """A transaction's file takes its name here, after its close: checked again."""
+        self._inner.commit()
+        self._check()
+
     def __enter__(self) -> CheckedFile:
         return self
 
@@ -102,6 +107,11 @@ class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
     def _strip_protocol(self, path: Any) -> Any:
         return self.inner._strip_protocol(path)
 
+    def _parent(self, path: Any) -> Any:
+        # fsspec's is a classmethod calling the class's _strip_protocol, unbound here: put_file
+        # and open_files failed with a TypeError.
+        return self.inner._parent(path)
+
     def _in_job(self, path: str) -> bool:
         return is_inside(self.committer.store.strip(path), self.committer.job_dir(self.task.job_id))
 
@@ -110,7 +120,10 @@ class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
 
     def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True,
               cache_options: Any = None, **kwargs: Any) -> Any:
-        stream = self.inner.open(path, mode, block_size=block_size, **kwargs)
+        # autocommit: within this filesystem's transaction, the file takes its name at the
+        # transaction's end (``CheckedFile.commit``), not at its close.
+        stream = self.inner.open(path, mode, block_size=block_size, autocommit=autocommit,
+                                 cache_options=cache_options, **kwargs)
         if "r" in mode or not self._in_job(path):
             return stream
         if self.check_at_open:
@@ -160,6 +173,20 @@ class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         self.inner.cp_file(path1, path2, **kwargs)
+        self._check_made(path2)
+
+    def mv(self, path1: Any, path2: Any, recursive: bool = False, maxdepth: Any = None,
+           **kwargs: Any) -> None:
+        """The store's own move (a rename where it has one: fsspec's generic move copies
+        the bytes), then the check of what it made under the job's directory."""
+        self.inner.mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
+        for path in [path2] if isinstance(path2, str) else path2:
+            self._check_made(path)
+
+    def _check_made(self, path: str) -> None:
+        """A copy or a move made ``path`` (a file, or a tree): checked as a write's file is."""
+        if self._in_job(path):
+            self._check(path)
 
     def modified(self, path: str) -> Any:
         return self.inner.modified(path)
