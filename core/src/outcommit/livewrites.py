@@ -81,6 +81,17 @@ class CheckedFile:
         self._inner.commit()
         self._check()
 
+    def __del__(self) -> None:
+        # Azure's and GCS's files upload at their garbage collection when never closed (a
+        # writer failed without closing one; the engine's discard, a no-op on Azure's): the
+        # check has to follow that upload too, or a file dropped after the job's cleanup stays.
+        inner = self.__dict__.get("_inner")
+        try:
+            if inner is not None and not self._checked and not inner.closed:
+                self.close()
+        except Exception:  # a finalizer raises to no one (the check deleted the file already)
+            pass
+
     def __enter__(self) -> CheckedFile:
         return self
 

@@ -8,6 +8,7 @@ commit or abort could run: the blob stayed. The scenario is tests/zombies.py.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -43,4 +44,27 @@ def test_what_a_zombie_killed_in_its_check_left_goes_at_the_next_jobs_setup(
     assert not [p for p in left if outcome.job_id in p], f"the ended job's state stayed: {left}"
     committer.abort_job(following)
     committer.cleanup_job(following)
+    assert leftovers(store, store.strip(azure_root)) == []
+
+
+@pytest.mark.parametrize("discarded", [False, True], ids=["dropped", "discarded"])
+def test_a_file_dropped_unclosed_after_job_cleanup_leaves_nothing(
+        azure_root: str, azure_config: dict[str, Any], discarded: bool) -> None:
+    """A blob is uploaded when its file is garbage-collected unclosed (adlfs closes it in
+    its finalizer): a failing attempt's writer that dropped its file (or the engine's
+    discard of it, a no-op on Azure) after the job's cleanup left that blob, unchecked."""
+    committer = create_committer(azure_root, azure_config, "manifest")
+    job = JobContext(azure_root, config=azure_config)
+    committer.setup_job(job)
+    task = job.task_attempt(0)
+    committer.setup_task(task)
+    stream = committer.filesystem(task).open(committer.work_path(task) + "/part-0.txt", "wb")
+    stream.write(b"written by a failing attempt\n")
+    committer.abort_job(job)
+    committer.cleanup_job(job)
+    if discarded:
+        stream.discard()  # what outcommit.engine.formats.OpenFile.discard does
+    del stream
+    gc.collect()
+    store = open_store(azure_root, azure_config)
     assert leftovers(store, store.strip(azure_root)) == []
