@@ -14,11 +14,13 @@ job's cleanup listed its directory, and goes with it; one finished after deletes
 and the write fails.
 
 When the check runs: after the close (a blob, a GCS object, a memory file: the file
-appears at its close), and where a file appears at its open (``Store.file_at_open``: local
+appears at its close; a file never closed is closed and checked at its garbage collection,
+where Azure's and GCS's clients would upload it; a transaction's file at its commit; a
+copy or a move after it is made), and where a file appears at its open (``Store.file_at_open``: local
 disks, HDFS) also right after the open, so that a worker killed while writing a file it
 opened after the job ended leaves nothing. One request per file on the object stores (a
 read of the job's marker, a few hundred bytes); a worker killed between its write and the check leaves that
-one file, for the next job's setup (``JobDirectoryCommitter.sweep_committed_jobs``) or
+one file, for the next job's setup (``JobDirectoryCommitter.sweep_ended_jobs``) or
 ``outcommit jobs abort`` to remove.
 """
 
