@@ -68,3 +68,35 @@ def test_a_file_dropped_unclosed_after_job_cleanup_leaves_nothing(
     gc.collect()
     store = open_store(azure_root, azure_config)
     assert leftovers(store, store.strip(azure_root)) == []
+
+
+class Interrupted(Exception):
+    """What an engine raises into an attempt it stops (Spark's interrupt of its worker)."""
+
+
+def test_an_attempt_interrupted_after_job_cleanup_leaves_nothing(
+        azure_root: str, azure_config: dict[str, Any]) -> None:
+    """The engine's own path (``write_attempt``): the attempt wrote a first batch, the job
+    was aborted and cleaned up, then the attempt was interrupted. Its writer's discard does
+    nothing on Azure and its file is never closed: the writer drops it before the task's
+    abort, whose deletion then takes the blob its garbage collection uploaded (the order
+    this guards; a writer that keeps its file longer is the test above)."""
+    import pyarrow as pa
+
+    from outcommit.engine.tasks import WriteSettings, write_attempt
+
+    committer = create_committer(azure_root, azure_config, "manifest")
+    job = JobContext(azure_root, config=azure_config)
+    committer.setup_job(job)
+
+    def batches() -> Any:
+        yield pa.table({"a": list(range(100))}).to_batches()[0]
+        committer.abort_job(job)
+        committer.cleanup_job(job)
+        raise Interrupted("stopped by the engine")
+
+    with pytest.raises(Interrupted):
+        write_attempt(committer, job.task_attempt(0, 1), batches(), WriteSettings(fmt="json"))
+    gc.collect()
+    store = open_store(azure_root, azure_config)
+    assert leftovers(store, store.strip(azure_root)) == []
