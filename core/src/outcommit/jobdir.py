@@ -102,6 +102,8 @@ class JobDirectoryCommitter(Committer):
                     self.logger(job).warning("deleted %s: temporary state of ended job %s, left by "
                                              "an attempt killed after the job's cleanup",
                                              self.store.url(other.path), other.name)
+            except FileNotFoundError:
+                pass  # swept meanwhile: by another job's setup, a task of this job, or its own cleanup
             except Exception:
                 self.logger(job).warning("could not sweep %s", other.path, exc_info=True)
 

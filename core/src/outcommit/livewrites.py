@@ -143,7 +143,10 @@ class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
             try:
                 self._check(path)  # the file exists from now on: a kill must not leave it
             except BaseException:
-                stream.close()  # its name is gone already (closing an unlinked file keeps it so)
+                try:
+                    stream.close()  # its name is gone already (closing an unlinked file keeps it so)
+                except Exception:  # HDFS refuses to close a file deleted under it: the check's error stands
+                    pass
                 raise
         return CheckedFile(stream, lambda: self._check(path))
 

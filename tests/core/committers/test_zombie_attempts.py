@@ -143,3 +143,33 @@ def test_what_a_manifest_task_commit_killed_after_saving_its_manifest_left_goes_
     committer.abort_job(following)
     committer.cleanup_job(following)
     assert leftovers(store, store.strip(url)) == []
+
+
+def test_a_sweep_whose_ended_job_is_swept_meanwhile_warns_of_nothing(tmp_path, caplog) -> None:
+    """Tasks of a streaming batch each set the job up, so two sweeps can race for one dead
+    directory: the one that finds it gone has nothing to report."""
+    import logging
+
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"file://{tmp_path}/out"
+    outcome = zombie_outlives_its_job("manifest", url, {}, "check")
+    plain = open_store(url)
+    store = FaultInjectingStore(open_store(url))
+
+    def swept_by_another(_operation: str, args: tuple) -> bool:
+        plain.delete(args[0], recursive=True)  # the other sweeper wins the race
+        return True
+
+    raced = Fault("delete", path_contains=outcome.job_id, predicate=swept_by_another,
+                  error=lambda path: FileNotFoundError(path))
+    store.add(raced)
+    following = JobContext(url)
+    committer = create_committer(url, committer="manifest", store=store)
+    with caplog.at_level(logging.WARNING):
+        committer.setup_job(following)
+    assert raced.fired == 1
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert not [p for p in leftovers(plain, plain.strip(url)) if outcome.job_id in p]
+    committer.abort_job(following)
+    committer.cleanup_job(following)
