@@ -139,6 +139,9 @@ class Job:
     began_attempt: int = -1
     #: committed, with its temporary state perhaps left (its driver died after _SUCCESS)
     leftover: bool = False
+    #: committed, and its cleanup had deleted the record of that commit (journal, commit
+    #: record) when a later attempt began: only its _SUCCESS still says it finished
+    record_gone: bool = False
     #: why the engine can no longer commit it (it must abort it); "" while it can
     doomed: str = ""
     #: old data a replace of this job's first commit try meant to delete

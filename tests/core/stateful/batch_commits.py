@@ -134,7 +134,12 @@ class JobCommits(StoreOracles):
     def repeated_commit(self, job: Job, messages: list[dict[str, Any]] | None) -> None:
         """``commit_job`` of a job whose commit finished: its report, nothing changes. Where
         another job's _SUCCESS has replaced its own, nothing says it finished (a documented
-        limit, docs/protocol.md): it is refused, or it commits again, its _SUCCESS back."""
+        limit, docs/protocol.md): it is refused, or it commits again, its _SUCCESS back.
+        Committing again resumes from the record of the finished commit (journal, commit
+        record), naming its files; a later attempt begun after the cleanup had deleted that
+        record commits as a new one: its report names what it recovered and ran again (none:
+        the model reruns no task of a committed job), and its ``replace`` may take the job's
+        own earlier files, to the committer other data now."""
         assert job.driver is not None
         hidden = self.success[job.dest] != {job.job_id}
         try:
@@ -149,8 +154,10 @@ class JobCommits(StoreOracles):
             raise self.violation(f"a repeated commit of {job.job_id} returned {summary.jobId}'s report")
         if hidden:  # it may have run again: its report is back, a replace may have run again
             self.success[job.dest] = {job.job_id} | (self.success[job.dest] or set())
+            if job.record_gone:
+                self.success_names[job.job_id] = set()
             if job.mode == "replace" and self.traits.replace_at == "commit":
-                own = self.own_paths(job)
+                own = set() if job.record_gone else self.own_paths(job)
                 self.replace_deletes(job, [p for p in self.scope(job) if p not in own], certain=False)
         job.leftover = False
         self.check_state_gone(job)

@@ -570,6 +570,8 @@ class BatchProtocol(JobCommits, RuleBasedStateMachine):
         self.detail.append(f"restart_driver {job.job_id}.{job.ctx.attempt}")
         if job.status == "committed" and not self.traits.invisible:
             job.status, job.leftover = "live", False  # v2's later attempt commits again
+        elif job.status == "committed":  # before setup_job writes the new attempt's state
+            job.record_gone = job.record_gone or not self.state_left(job)
         if not self.setup(job, restart=True):
             job.doomed = "the restarted driver's job setup was refused"
             return

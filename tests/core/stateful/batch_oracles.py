@@ -147,6 +147,10 @@ class StoreOracles:
             return self.path(posixpath.join(job.dest, TEMPORARY_DIR, job.job_id))
         return self.path(posixpath.join(job.dest, prefix + job.job_id))
 
+    def state_left(self, job: Job) -> bool:
+        """Is anything of the job's temporary state on the store?"""
+        return bool(self.base.list_files(self.state_root(job))) or self.base.is_dir(self.state_root(job))
+
     def check_state_gone(self, job: Job) -> None:
         """No leaks: once a job commit or abort returned, the job's state is gone."""
         left = self.base.list_files(self.state_root(job))

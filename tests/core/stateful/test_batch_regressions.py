@@ -253,3 +253,60 @@ def test_a_replace_whose_report_delete_fails_deletes_none_of_the_files_it_names(
     assert len(read.committed_files(url)) == 8  # the first job's report, and all it names
     second.abort_job(job)
     second.cleanup_job(job)
+
+
+@pytest.mark.parametrize("name", ["v1", "manifest"])
+def test_a_later_attempt_of_a_finished_job_whose_record_and_report_are_gone_commits_anew(
+        root: str, name: str) -> None:
+    """Machine (v1 on memory, seed 11): job j1 commits by discovery, only the removal of
+    ``_temporary`` failing in its cleanup (its journal already gone); job j0 commits into
+    the same destination, its ``_SUCCESS`` replacing j1's; j1's driver restarts (attempt 1)
+    and commits. Nothing says j1 finished (docs/protocol.md, "Limits") nor what it
+    published (its journal is gone): attempt 1 commits as a new job attempt, its report
+    naming what it recovered and reran (nothing), and j1's first output stays as it was.
+    The machine had expected that report to name j1's first file: the model was wrong."""
+    url = f"{root}/out/dataset1"
+    store = outcommit.open_store(url)
+    faulty = FaultInjectingStore(store, [])
+    other, other_job = start(url, name)  # j0: its directory keeps _temporary from being empty
+    first = outcommit.create_committer(url, {}, name, store=faulty)
+    job = JobContext(url, job_id="j1", config=first.config)
+    first.setup_job(job)
+    write_and_commit(first, job, {"part-j1-0-0.txt": b"j1 attempt 0"})
+    removal = faulty.add(Fault("delete_empty_dir", path_contains="_temporary"))
+    assert first.commit_job(job).filenames == [f"{url}/part-j1-0-0.txt"]
+    assert removal.fired == 1
+    other.commit_job(other_job, [])  # its _SUCCESS replaces j1's
+    later = job.next_attempt()
+    restarted = outcommit.create_committer(url, {}, name)
+    restarted.setup_job(later)
+    assert not restarted.recover_task(later.task_attempt(0))
+    report = restarted.commit_job(later)
+    assert (report.jobId, report.filenames) == ("j1", [])
+    assert read.committed_files(url) == [f"{url}/part-j1-0-0.txt"]
+    assert store.read_bytes(store.join(store.strip(url), "part-j1-0-0.txt")) == b"j1 attempt 0"
+
+
+def test_the_machine_expects_a_new_commit_of_a_later_attempt_whose_record_is_gone() -> None:
+    """The machine's own shrunk sequence (v1 on memory, seed 11), replayed on the machine:
+    it failed with "_SUCCESS of j1 lists [], expected [part-j1-0-0.txt]" before the model
+    learnt that a later attempt begun after the cleanup had deleted the finished commit's
+    journal, its ``_SUCCESS`` hidden by another job's, commits as a new one."""
+    from batch_machine import Binding, machine_for, remove_tree
+
+    prefix = f"memory:///regress-{uuid.uuid4().hex[:8]}"
+    binding = Binding("memory", lambda: f"{prefix}/example-{uuid.uuid4().hex[:10]}",
+                      {"outcommit.retry.backoff-ms": "0"}, remove_tree)
+    machine = machine_for("v1", binding)()
+    machine.seed_and_start(seeds=set(), dest="out/dataset1", mode="append", flow="messages", sizes=[0])
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("start_job", {"dest": "out/dataset1", "flow": "discovery", "mode": "append", "sizes": [1]}),
+        ("run_task", {"pick": 1}), ("start_attempt", {"pick": 0}),
+        ("commit_job_fails", {"pick": 0, "requests": 11}), ("commit_task", {"pick": 0}),
+        ("commit_job", {"pick": 0}), ("driver_dies", {"pick": 0}), ("restart_driver", {"pick": 0}),
+        ("commit_job", {"pick": 0})]
+    for rule, arguments in steps:
+        getattr(machine, rule)(**arguments)
+        machine.visible_output_is_the_models()
+    assert machine.detail[-3:] == ["driver_dies j1", "restart_driver j1.1", "commit_job j1.1"]
+    machine.teardown()
