@@ -310,3 +310,37 @@ def test_the_machine_expects_a_new_commit_of_a_later_attempt_whose_record_is_gon
         machine.visible_output_is_the_models()
     assert machine.detail[-3:] == ["driver_dies j1", "restart_driver j1.1", "commit_job j1.1"]
     machine.teardown()
+
+
+@pytest.mark.parametrize("name", ["v1", "manifest"])
+def test_a_resumed_commit_whose_published_files_another_job_replaced_is_refused(
+        root: str, name: str) -> None:
+    """Machine (v1 on memory, the long profile, seed 11): job j0's commit is interrupted
+    after publishing its file (``_SUCCESS`` not written, its journal kept); job j2, under
+    ``replace``, commits into the same destination and deletes that file; j0's commit is
+    then resumed. It reported success and a ``_SUCCESS`` naming a file that is not there
+    (complete broken: readers of ``_SUCCESS`` fail). It must refuse, loudly, and say why."""
+    url = f"{root}/out/dataset1"
+    store = outcommit.open_store(url)
+    faulty = FaultInjectingStore(store, [])
+    first = outcommit.create_committer(url, {}, name, store=faulty)
+    job = JobContext(url, job_id="j0", config=first.config)
+    first.setup_job(job)
+    message = write_and_commit(first, job, {"part-j0-0-0.txt": b"j0"})
+    interrupted = faulty.add(Fault("write_bytes", path_contains="_SUCCESS"))
+    interrupted_save = faulty.add(Fault("save_json", path_contains="_SUCCESS"))
+    with pytest.raises(outcommit.CommitError):
+        first.commit_job(job, [message])
+    assert interrupted.fired + interrupted_save.fired == 1
+    assert store.exists(store.join(store.strip(url), "part-j0-0-0.txt"))  # published, not reported
+    replacing, other = start(url, name, **{"outcommit.committer.conflict-mode": "replace"})
+    replacing.commit_job(other, [write_and_commit(replacing, other, {"part-j2-0-0.txt": b"j2"})])
+    assert not store.exists(store.join(store.strip(url), "part-j0-0-0.txt"))
+    resumed = outcommit.create_committer(url, {}, name)
+    # manifest: its rename of the journaled file finds neither side, and says it cannot tell
+    refusal = "gone or replaced" if name == "v1" else "cannot tell whether it happened"
+    with pytest.raises(outcommit.CommitError, match=refusal):
+        resumed.commit_job(job, [message])
+    assert read.committed_files(url) == [f"{url}/part-j2-0-0.txt"]
+    resumed.abort_job(job)
+    resumed.cleanup_job(job)

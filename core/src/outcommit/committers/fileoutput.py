@@ -184,14 +184,13 @@ class FileOutputCommitterV1(FileOutputCommitter):
 
     def _refuse_if_published_files_gone(self, job: JobContext, published: journal.Journal,
                                         waiting: Sequence[tuple[FileInfo, str]]) -> None:
-        """After an abort of the job began (its note, any attempt's): a resumed commit
-        lists every journaled file in ``_SUCCESS``, so each must still be in the
-        destination as this job published it (same size, same etag where renames keep
-        it), or be one this commit moves there now. The abort may have taken some away
-        before it died or kept the state; someone may have written another file there
-        since: the commit would report success for output that is not there."""
-        if not self.recovery.abort_began_any_attempt(job):
-            return
+        """A resumed commit lists every journaled file in ``_SUCCESS``, so each must still
+        be in the destination as this job published it (same size, same etag where renames
+        keep it), or be one this commit moves there now. An abort that began may have taken
+        some away before it died or kept the state; another job's ``replace`` may have
+        deleted them (the stateful machine's long run, v1 on memory); someone may have
+        written another file there since: the commit would report success for output that
+        is not there. One request per journaled file, on a resume only."""
         coming = {dest for _, dest in waiting}
 
         def gone(entry: journal.Entry) -> bool:
@@ -202,10 +201,10 @@ class FileOutputCommitterV1(FileOutputCommitter):
         missing = [e.dest for e, is_gone in zip(entries, lost, strict=True) if is_gone]
         if missing:
             raise JobCommitError(
-                f"an abort of job {job.job_id} began, and {len(missing)} file(s) the interrupted "
-                f"job commit being resumed had published are gone or replaced, e.g. "
-                f"{self.store.url(missing[0])}: resuming would report output that is not there; "
-                "abort the job")
+                f"{len(missing)} file(s) the interrupted commit of job {job.job_id} being resumed "
+                f"had published are gone or replaced (an abort of it that began, another job's "
+                f"replace, another writer), e.g. {self.store.url(missing[0])}: resuming would "
+                "report output that is not there; abort the job")
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:
