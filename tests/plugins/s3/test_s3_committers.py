@@ -582,6 +582,51 @@ def test_a_later_attempt_never_reports_an_object_a_killed_abort_deleted(config, 
     assert not store.exists(f"{dest}/{SUCCESS_FILE}")
 
 
+@pytest.mark.parametrize("how", ["resumed", "later attempt"])
+def test_a_resumed_commit_never_reports_an_object_another_jobs_replace_deleted(how, config, s3_root):
+    """An interrupted commit completed both uploads (no _SUCCESS); another job, under
+    replace, committed into the destination and deleted both objects; the job's commit is
+    then resumed, or a later attempt recovers its tasks and commits. No abort began, yet
+    completing those uploads again may answer success without making the objects again
+    (S3 can; emulated around the real client): every file is checked against its upload's
+    etag before _SUCCESS names it (the v1 twin: tests/core/stateful/test_batch_regressions.py)."""
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    url = f"{s3_root}/replaced-meanwhile"
+    store = outcommit.open_store(url, config)
+    dest = store.strip(url)
+    no_success = FaultInjectingStore(store, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    committer, job = start(url, config, "magic", store=no_success)
+    messages = [run_task(committer, job, i, {f"f{i}.bin": b"x%d" % i}) for i in range(2)]
+    with pytest.raises(outcommit.JobCommitError):
+        committer.commit_job(job, messages)
+    replacing, other = start(url, {**config, "outcommit.committer.conflict-mode": "replace"}, "magic")
+    replacing.commit_job(other, [run_task(replacing, other, 0, {"other.bin": b"other"})])
+    assert sorted(visible_files(store, dest)) == ["other.bin"]
+    again = outcommit.create_committer(url, config, "magic")
+    if how == "later attempt":
+        job = job.next_attempt()
+        again.setup_job(job)
+        for index in range(2):
+            again.recover_task(job.task_attempt(index))
+        messages = None
+    real_complete = again.mp.complete
+
+    def repeated_completion_succeeds(path, upload_id, etags, if_none_match=False):
+        try:
+            return real_complete(path, upload_id, etags, if_none_match)
+        except Exception:
+            return "answered-as-done"
+    again.mp.complete = repeated_completion_succeeds
+    with pytest.raises(outcommit.JobCommitError, match="not in the destination as this job made them"):
+        again.commit_job(job, messages)
+    assert sorted(visible_files(store, dest)) == ["other.bin"]
+    assert load_success(store, f"{dest}/_SUCCESS").jobId == other.job_id
+    again.abort_job(job)
+    again.cleanup_job(job)
+
+
 def test_partitioned_finds_a_partition_under_an_earlier_releases_name(config, s3_root):
     """Partition values are escaped as Spark escapes them since 2026-11-26: an earlier
     release named 'Zürich' city=Z%C3%BCrich and '10:30' t=10:30. A dynamic partition

@@ -14,8 +14,8 @@ began) and of what the stage before it produced:
 3. :func:`complete` — every upload, while the job **ends** for its writers (its markers
    go) and, once the last upload is handed out, the **sweep** aborts the pending uploads
    nobody will complete; on S3 the job directory is listed meanwhile, for its deletion.
-4. :func:`verify` — after an abort of an earlier attempt began: every file is there as
-   this job made it.
+4. :func:`verify` — on a resumed commit or a later attempt: every file is there as this
+   job made it.
 5. :func:`report` — the sweep's outcome, what stays pending, ``_SUCCESS``.
 6. :func:`clean_up` — the job's state (its markers are already gone).
 
@@ -247,14 +247,16 @@ def _sweep_after_start(run: JobCommit, running: AbstractSet[tuple[str, str]],
 
 
 # -- 4. verify ----------------------------------------------------------------------------------------
-def verify(run: JobCommit, commits: JobCommits) -> None:
-    """A later job attempt after an abort of an earlier one began (its note): that abort
-    may have deleted objects the interrupted commit had completed, and completing such
-    an upload again may answer success without making the object again. Every file
-    must be in the destination as this job's upload made it (its etag) before
-    ``_SUCCESS`` names it. One request for the note, on later attempts only."""
+def verify(run: JobCommit, commits: JobCommits, resumed: bool = False) -> None:
+    """A commit that resumes an interrupted one, or a later job attempt: objects the
+    interrupted commit had completed may have been deleted since (an abort that began,
+    another job's ``replace`` on the destination), and completing such an upload again may
+    answer success without making the object again (S3 can). Every file must be in the
+    destination as this job's upload made it (its etag) before ``_SUCCESS`` names it. One
+    request per file, on resumes and later attempts only; a first commit completed every
+    upload itself."""
     c, job = run.committer, run.job
-    if job.attempt == 0 or not c.recovery.abort_began_any_attempt(job):
+    if job.attempt == 0 and not resumed:
         return
 
     def missing(commit: PendingCommit) -> PendingCommit | None:
@@ -262,9 +264,9 @@ def verify(run: JobCommit, commits: JobCommits) -> None:
 
     gone = [m for m in run_all(missing, commits, c.threads, name="outcommit-verify") if m]
     if gone:
-        raise CommitError(f"an abort of an earlier attempt of job {job.job_id} began, and "
-                          f"{len(gone)} completed file(s) are not in the destination as this "
-                          f"job made them, e.g. {c.store.url(gone[0].path)}: abort the job")
+        raise CommitError(f"{len(gone)} completed file(s) of job {job.job_id} are not in the "
+                          f"destination as this job made them (an abort of it that began, "
+                          f"another job's replace), e.g. {c.store.url(gone[0].path)}: abort the job")
 
 
 # -- 5. report ----------------------------------------------------------------------------------------
