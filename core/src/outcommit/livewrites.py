@@ -101,7 +101,32 @@ class CheckedFile:
         self.close()
 
 
-class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
+class PassThroughFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
+    """A task's view of the store's filesystem (``inner``): its reads and listings go
+    straight through; subclasses say what a write does (this module's, the magic one's)."""
+
+    inner: fsspec.AbstractFileSystem
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
+        return self.inner.ls(path, detail=detail, **kwargs)
+
+    def info(self, path: str, **kwargs: Any) -> Any:
+        return self.inner.info(path, **kwargs)
+
+    def find(self, path: str, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.find(path, *args, **kwargs)
+
+    def cat_file(self, path: str, start: Any = None, end: Any = None, **kwargs: Any) -> Any:
+        return self.inner.cat_file(path, start=start, end=end, **kwargs)
+
+    def modified(self, path: str) -> Any:
+        return self.inner.modified(path)
+
+    def invalidate_cache(self, path: str | None = None) -> None:
+        self.inner.invalidate_cache(path)
+
+
+class LiveWritesFileSystem(PassThroughFileSystem):
     """The store's own filesystem, but a file written under the job's directory checks the
     job after its write (module docstring); everything else goes straight through."""
 
@@ -166,18 +191,6 @@ class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
     def makedirs(self, path: str, exist_ok: bool = False) -> None:
         self.inner.makedirs(path, exist_ok=exist_ok)
 
-    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
-        return self.inner.ls(path, detail=detail, **kwargs)
-
-    def info(self, path: str, **kwargs: Any) -> Any:
-        return self.inner.info(path, **kwargs)
-
-    def find(self, path: str, *args: Any, **kwargs: Any) -> Any:
-        return self.inner.find(path, *args, **kwargs)
-
-    def cat_file(self, path: str, start: Any = None, end: Any = None, **kwargs: Any) -> Any:
-        return self.inner.cat_file(path, start=start, end=end, **kwargs)
-
     def rm_file(self, path: str) -> None:
         self.inner.rm_file(path)
 
@@ -204,11 +217,6 @@ class LiveWritesFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         if self._in_job(path):
             self._check(path)
 
-    def modified(self, path: str) -> Any:
-        return self.inner.modified(path)
-
-    def invalidate_cache(self, path: str | None = None) -> None:
-        self.inner.invalidate_cache(path)
 
 
 def _rebuild(components: Components, destination: str, config: dict[str, str],
@@ -217,4 +225,4 @@ def _rebuild(components: Components, destination: str, config: dict[str, str],
     return committer.filesystem(TaskAttemptContext.from_dict(task))
 
 
-__all__ = ["CheckedFile", "JobLiveness", "LiveWritesFileSystem"]
+__all__ = ["CheckedFile", "JobLiveness", "LiveWritesFileSystem", "PassThroughFileSystem"]

@@ -542,6 +542,34 @@ def test_the_note_of_an_earlier_attempts_killed_abort_does_not_hide_a_later_comm
     assert visible_files(store, dest) == {} and leftovers(store, dest) == []
 
 
+def _interrupted_before_success(config, url):
+    """A magic job of two files whose commit completed both uploads and failed at its
+    _SUCCESS: (url, store, destination, job, the tasks' messages)."""
+    from outcommit.success import SUCCESS_FILE
+    from outcommit.testing.faults import Fault, FaultInjectingStore
+
+    store = outcommit.open_store(url, config)
+    no_success = FaultInjectingStore(store, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
+    committer, job = start(url, config, "magic", store=no_success)
+    messages = [run_task(committer, job, i, {f"f{i}.bin": b"x%d" % i}) for i in range(2)]
+    with pytest.raises(outcommit.JobCommitError):
+        committer.commit_job(job, messages)
+    return url, store, store.strip(url), job, messages
+
+
+def _repeated_completions_succeed(committer) -> None:
+    """S3 can answer a repeated completion of an upload with success without making its
+    object again: emulated around the real client (moto answers NoSuchUpload)."""
+    real_complete = committer.mp.complete
+
+    def repeated_completion_succeeds(path, upload_id, etags, if_none_match=False):
+        try:
+            return real_complete(path, upload_id, etags, if_none_match)
+        except Exception:
+            return "answered-as-done"
+    committer.mp.complete = repeated_completion_succeeds
+
+
 def test_a_later_attempt_never_reports_an_object_a_killed_abort_deleted(config, s3_root):
     """An interrupted commit completed both uploads; its abort died after deleting one of
     the two objects. A later attempt recovers the tasks and commits: completing that
@@ -551,14 +579,7 @@ def test_a_later_attempt_never_reports_an_object_a_killed_abort_deleted(config, 
     from outcommit.success import SUCCESS_FILE
     from outcommit.testing.faults import Fault, FaultInjectingStore
 
-    url = f"{s3_root}/later-deleted"
-    store = outcommit.open_store(url, config)
-    dest = store.strip(url)
-    no_success = FaultInjectingStore(store, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    committer, job = start(url, config, "magic", store=no_success)
-    messages = [run_task(committer, job, i, {f"f{i}.bin": b"x%d" % i}) for i in range(2)]
-    with pytest.raises(outcommit.JobCommitError):
-        committer.commit_job(job, messages)
+    url, store, dest, job, _messages = _interrupted_before_success(config, f"{s3_root}/later-deleted")
     serial = {**config, "outcommit.committer.threads": "1"}
     killer = FaultInjectingStore(store, [Fault("delete", path_contains=".bin", when="after", error=_Killed)])
     with pytest.raises(_Killed):
@@ -569,14 +590,7 @@ def test_a_later_attempt_never_reports_an_object_a_killed_abort_deleted(config, 
     again.setup_job(later)
     for index in range(2):
         again.recover_task(later.task_attempt(index))
-    real_complete = again.mp.complete
-
-    def repeated_completion_succeeds(path, upload_id, etags, if_none_match=False):
-        try:
-            return real_complete(path, upload_id, etags, if_none_match)
-        except Exception:
-            return "answered-as-done"
-    again.mp.complete = repeated_completion_succeeds
+    _repeated_completions_succeed(again)
     with pytest.raises(outcommit.JobCommitError, match="not in the destination as this job made them"):
         again.commit_job(later)
     assert not store.exists(f"{dest}/{SUCCESS_FILE}")
@@ -590,17 +604,8 @@ def test_a_resumed_commit_never_reports_an_object_another_jobs_replace_deleted(h
     completing those uploads again may answer success without making the objects again
     (S3 can; emulated around the real client): every file is checked against its upload's
     etag before _SUCCESS names it (the v1 twin: tests/core/stateful/test_batch_regressions.py)."""
-    from outcommit.success import SUCCESS_FILE
-    from outcommit.testing.faults import Fault, FaultInjectingStore
 
-    url = f"{s3_root}/replaced-meanwhile"
-    store = outcommit.open_store(url, config)
-    dest = store.strip(url)
-    no_success = FaultInjectingStore(store, [Fault("save_json", path_contains=SUCCESS_FILE, times=-1)])
-    committer, job = start(url, config, "magic", store=no_success)
-    messages = [run_task(committer, job, i, {f"f{i}.bin": b"x%d" % i}) for i in range(2)]
-    with pytest.raises(outcommit.JobCommitError):
-        committer.commit_job(job, messages)
+    url, store, dest, job, messages = _interrupted_before_success(config, f"{s3_root}/replaced-meanwhile")
     replacing, other = start(url, {**config, "outcommit.committer.conflict-mode": "replace"}, "magic")
     replacing.commit_job(other, [run_task(replacing, other, 0, {"other.bin": b"other"})])
     assert sorted(visible_files(store, dest)) == ["other.bin"]
@@ -611,14 +616,7 @@ def test_a_resumed_commit_never_reports_an_object_another_jobs_replace_deleted(h
         for index in range(2):
             again.recover_task(job.task_attempt(index))
         messages = None
-    real_complete = again.mp.complete
-
-    def repeated_completion_succeeds(path, upload_id, etags, if_none_match=False):
-        try:
-            return real_complete(path, upload_id, etags, if_none_match)
-        except Exception:
-            return "answered-as-done"
-    again.mp.complete = repeated_completion_succeeds
+    _repeated_completions_succeed(again)
     with pytest.raises(outcommit.JobCommitError, match="not in the destination as this job made them"):
         again.commit_job(job, messages)
     assert sorted(visible_files(store, dest)) == ["other.bin"]

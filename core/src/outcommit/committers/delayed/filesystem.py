@@ -21,6 +21,7 @@ import fsspec
 
 from outcommit.context import TaskAttemptContext
 from outcommit.errors import UnsupportedWriteError
+from outcommit.livewrites import PassThroughFileSystem
 from outcommit.paths import is_inside, relative_to
 
 from .files import PENDING_SUFFIX, PendingCommit
@@ -56,7 +57,7 @@ def magic_destination(dest: str, path: str) -> str | None:
     return None
 
 
-class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
+class MagicFileSystem(PassThroughFileSystem):
     """The task's view of the store: magic paths become pending uploads, the rest is the
     store's own filesystem (s3fs, adlfs)."""
 
@@ -186,18 +187,6 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         if self._final(path + "/x") is None:
             self.inner.makedirs(path, exist_ok=exist_ok)
 
-    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> Any:
-        return self.inner.ls(path, detail=detail, **kwargs)
-
-    def info(self, path: str, **kwargs: Any) -> Any:
-        return self.inner.info(path, **kwargs)
-
-    def find(self, path: str, *args: Any, **kwargs: Any) -> Any:
-        return self.inner.find(path, *args, **kwargs)
-
-    def cat_file(self, path: str, start: Any = None, end: Any = None, **kwargs: Any) -> Any:
-        return self.inner.cat_file(path, start=start, end=end, **kwargs)
-
     def rm_file(self, path: str) -> None:
         self.rm(path)
 
@@ -219,12 +208,6 @@ class MagicFileSystem(fsspec.AbstractFileSystem):  # type: ignore[misc]
         if self._check_write(path2) is not None:
             raise UnsupportedWriteError("copy into a magic path is not supported: write the file instead")
         self.inner.cp_file(path1, path2, **kwargs)
-
-    def modified(self, path: str) -> Any:
-        return self.inner.modified(path)
-
-    def invalidate_cache(self, path: str | None = None) -> None:
-        self.inner.invalidate_cache(path)
 
 
 class _Rebuilding(threading.local):
