@@ -337,6 +337,21 @@ def test_a_resume_checks_each_journaled_file_once(dest: str) -> None:
     assert len(visible_files(inner, inner.strip(dest))) == 40
 
 
+def test_a_resume_of_two_tasks_files_at_one_name_checks_the_one_that_won(dest: str) -> None:
+    """v1's merge lets the last of two tasks' files at one name win, as Hadoop's does; the
+    journal names both. A resume checks the one that won: it refused the job, the other's
+    size not matching (an adversarial review of the check on every resume)."""
+    inner = outcommit.open_store(dest)
+    no_success = FaultInjectingStore(inner, [Fault("save_json", path_contains=SUCCESS_FILE)])
+    first = outcommit.create_committer(dest, {}, "v1", store=no_success)
+    job, messages = _v1_job(first, dest, [{"same": b"0"}, {"same": b"11"}])
+    with pytest.raises(outcommit.JobCommitError):
+        first.commit_job(job, messages)
+    again = outcommit.create_committer(dest, {}, "v1")
+    assert again.commit_job(job, messages).success
+    assert len(visible_files(inner, inner.strip(dest))) == 1
+
+
 class _Stateless(outcommit.Committer):
     """A third-party committer made from ``Committer`` directly: it keeps no job state."""
 

@@ -196,15 +196,18 @@ class FileOutputCommitterV1(FileOutputCommitter):
         def gone(entry: journal.Entry) -> bool:
             return entry.dest not in coming and not journal.holds(self.store, entry)
 
-        entries = published.entries
+        # Two tasks' files at one destination: the merge let the last one win (Hadoop's v1),
+        # and only that one can still be there.
+        entries = list({e.dest: e for e in published.entries}.values())
         lost = run_all(gone, entries, self.threads, name="outcommit-resume")
         missing = [e.dest for e, is_gone in zip(entries, lost, strict=True) if is_gone]
         if missing:
             raise JobCommitError(
-                f"{len(missing)} file(s) the interrupted commit of job {job.job_id} being resumed "
-                f"had published are gone or replaced (an abort of it that began, another job's "
-                f"replace, another writer), e.g. {self.store.url(missing[0])}: resuming would "
-                "report output that is not there; abort the job")
+                f"{len(missing)} file(s) journaled by the interrupted commit of job {job.job_id} "
+                f"being resumed are gone or replaced (never published, deleted by an abort of it "
+                f"that began or by another job's replace, overwritten by another writer), e.g. "
+                f"{self.store.url(missing[0])}: resuming would report output that is not there; "
+                "abort the job")
 
     def commit_job(self, job: JobContext,
                    messages: Sequence[Mapping[str, Any]] | None = None) -> SuccessData:

@@ -287,7 +287,7 @@ class DelayedCompletionCommitter(Committer):
             commits = opened.commits
             removed = jobcommit.resolve_conflicts(run, opened)
             completed = jobcommit.complete(run, opened)
-            jobcommit.verify(run, commits, opened.resumed)
+            jobcommit.verify(run, commits, opened)
             # The output is complete and visible: nothing below may fail the commit.
             summary = jobcommit.report(run, commits, removed, completed)
         except Exception as exc:

@@ -14,8 +14,8 @@ began) and of what the stage before it produced:
 3. :func:`complete` — every upload, while the job **ends** for its writers (its markers
    go) and, once the last upload is handed out, the **sweep** aborts the pending uploads
    nobody will complete; on S3 the job directory is listed meanwhile, for its deletion.
-4. :func:`verify` — on a resumed commit or a later attempt: every file is there as this
-   job made it.
+4. :func:`verify` — when a commit (or an abort) of the job began before this call: every
+   file is there as this job made it.
 5. :func:`report` — the sweep's outcome, what stays pending, ``_SUCCESS``.
 6. :func:`clean_up` — the job's state (its markers are already gone).
 
@@ -247,16 +247,17 @@ def _sweep_after_start(run: JobCommit, running: AbstractSet[tuple[str, str]],
 
 
 # -- 4. verify ----------------------------------------------------------------------------------------
-def verify(run: JobCommit, commits: JobCommits, resumed: bool = False) -> None:
-    """A commit that resumes an interrupted one, or a later job attempt: objects the
-    interrupted commit had completed may have been deleted since (an abort that began,
-    another job's ``replace`` on the destination), and completing such an upload again may
-    answer success without making the object again (S3 can). Every file must be in the
-    destination as this job's upload made it (its etag) before ``_SUCCESS`` names it. One
-    request per file, on resumes and later attempts only; a first commit completed every
-    upload itself."""
+def verify(run: JobCommit, commits: JobCommits, opened: Opened) -> None:
+    """A commit of this job began before this call (a resumed or retried call, an earlier
+    attempt's), or an abort of it did: objects that commit completed may have been deleted
+    since (the abort, another job's ``replace`` on the destination), and completing such an
+    upload again may answer success without making the object again (S3 can). Every file
+    must be in the destination as this job's upload made it (its etag) before ``_SUCCESS``
+    names it: one request per file then. Otherwise every completion was this call's own,
+    and nothing is checked (a first commit, a later attempt whose predecessors never began
+    theirs: one request per earlier attempt to know)."""
     c, job = run.committer, run.job
-    if job.attempt == 0 and not resumed:
+    if not began_before(run, opened):
         return
 
     def missing(commit: PendingCommit) -> PendingCommit | None:
@@ -267,6 +268,15 @@ def verify(run: JobCommit, commits: JobCommits, resumed: bool = False) -> None:
         raise CommitError(f"{len(gone)} completed file(s) of job {job.job_id} are not in the "
                           f"destination as this job made them (an abort of it that began, "
                           f"another job's replace), e.g. {c.store.url(gone[0].path)}: abort the job")
+
+
+def began_before(run: JobCommit, opened: Opened) -> bool:
+    """Did a commit of this job, or an abort of it, begin before this call?"""
+    c, job = run.committer, run.job
+    if opened.resumed or not opened.loading.result()[1]:  # this attempt's record was there
+        return True
+    return job.attempt > 0 and (c.recovery.abort_began_any_attempt(job) or any(
+        c.meta.exists(run.layout.commit_started(job, attempt)) for attempt in range(job.attempt)))
 
 
 # -- 5. report ----------------------------------------------------------------------------------------
