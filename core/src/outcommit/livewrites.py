@@ -208,6 +208,10 @@ class LiveWritesFileSystem(PassThroughFileSystem):
            **kwargs: Any) -> None:
         """The store's own move (a rename where it has one: fsspec's generic move copies
         the bytes), then the check of what it made under the job's directory."""
+        if getattr(self.inner, "auto_mkdir", False) and isinstance(path2, str):
+            # A local filesystem's auto_mkdir: newer fsspec makes the destination's
+            # directory for a move, 2024.6.0 (the oldest supported) failed the move.
+            self.inner.makedirs(self.inner._parent(path2), exist_ok=True)
         self.inner.mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
         for path in [path2] if isinstance(path2, str) else path2:
             self._check_made(path)
