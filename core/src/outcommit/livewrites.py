@@ -222,7 +222,6 @@ class LiveWritesFileSystem(PassThroughFileSystem):
             self._check(path)
 
 
-
 def _rebuild(components: Components, destination: str, config: dict[str, str],
              task: dict[str, Any], name: str) -> fsspec.AbstractFileSystem:
     committer = components.create_committer(destination, config, name)
